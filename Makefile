@@ -1,0 +1,150 @@
+# pmetrics: one binary with its BPF objects embedded as bpftool skeletons.
+#
+#   make            build ./pmetrics
+#   make test       install missing Debian packages, then run every test
+#   make demo       install missing packages, build, trace the bundled demo
+#   make bench      benchmarks (ratios against baselines of the same run)
+#   make fuzz       libFuzzer runs of the input readers
+#   V=1             show full commands
+
+ARCH_UNAME := $(shell uname -m)
+ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH_UNAME)))
+OUT := build
+CLANG ?= clang
+BPFTOOL ?= bpftool
+LLVM_STRIP ?= llvm-strip
+CC := gcc
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# System include dirs clang would use for the host, so BPF code finds
+# <asm/...> headers (libbpf-bootstrap's trick).
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
+	| sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+PM_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
+	-Wno-unused-parameter -Ivmlinux/$(ARCH) -Iinclude $(CLANG_BPF_SYS_INCLUDES)
+
+# Link libbpf, libelf, zlib and json-c statically where the .a files exist
+# so ./pmetrics can be copied to another machine of the same architecture.
+LIBDIR := /usr/lib/$(ARCH_UNAME)-linux-gnu
+STATIC_OK := $(and $(wildcard $(LIBDIR)/libbpf.a),$(wildcard $(LIBDIR)/libelf.a),$(wildcard $(LIBDIR)/libz.a),$(wildcard $(LIBDIR)/libjson-c.a))
+ifneq ($(STATIC_OK),)
+LIBS := -Wl,-Bstatic -lbpf -lelf -ljson-c -lz -Wl,-Bdynamic -lm -lpthread
+else
+LIBS := -lbpf -lelf -ljson-c -lz -lm -lpthread
+endif
+DYN_LIBS := -lbpf -lelf -ljson-c -lz -lm -lpthread
+
+BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(sort $(wildcard user/*.c))
+USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_OBJS := $(patsubst user/%.c,$(OUT)/asan/user/%.o,$(USER_SRCS))
+ASAN_LIB_OBJS := $(filter-out $(OUT)/asan/user/main.o,$(ASAN_OBJS))
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/asan/tests/%,$(UNIT_SRCS))
+
+.PHONY: all deps test check unit unit-asan integration demo bench fuzz clean
+
+# Hooks filled by the feature blocks below.
+CHECK_EXTRA :=
+BENCH_EXTRA :=
+BENCH_SCRIPTS :=
+FUZZ_TARGETS :=
+FUZZ_SCRIPTS :=
+.DELETE_ON_ERROR:
+
+all: pmetrics
+
+pmetrics: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ $(LIBS)
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(OUT)/user/%.o: user/%.c $(wildcard include/*.h) $(wildcard user/*.h) $(SKELS) | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(PM_CFLAGS) -c $< -o $@
+
+$(OUT)/asan/user/%.o: user/%.c $(wildcard include/*.h) $(wildcard user/*.h) $(SKELS) | $(OUT)/asan/user
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+
+$(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUT)/tests
+	$(call msg,UNIT,$@)
+	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ -lcmocka $(DYN_LIBS)
+
+$(OUT)/asan/tests/test_%: tests/unit/test_%.c $(ASAN_LIB_OBJS) | $(OUT)/asan/tests
+	$(call msg,UNIT-ASAN,$@)
+	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) -o $@ $^ -lcmocka $(DYN_LIBS)
+
+$(OUT)/bpf $(OUT)/user $(OUT)/asan/user $(OUT)/tests $(OUT)/asan/tests $(OUT)/progs:
+	$(Q)mkdir -p $@
+
+# ---- traced test programs (tests/progs) --------------------------------
+PROG_CFLAGS := -O1 -g -fno-inline -fno-optimize-sibling-calls -Wall -Wextra -Werror -pthread
+PROGS := $(OUT)/progs/spanprog $(OUT)/progs/spanprog-nopie $(OUT)/progs/libspanlib.so \
+	$(OUT)/progs/libprog $(OUT)/progs/demo
+
+$(OUT)/progs/spanprog: tests/progs/spanprog.c | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -fPIE -pie -o $@ $<
+$(OUT)/progs/spanprog-nopie: tests/progs/spanprog.c | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -fno-pie -no-pie -o $@ $<
+$(OUT)/progs/libspanlib.so: tests/progs/spanlib.c | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -fPIC -shared -Wl,-soname,libspanlib.so.1 -o $@ $<
+$(OUT)/progs/libprog: tests/progs/libprog.c $(OUT)/progs/libspanlib.so | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(OUT)/progs -lspanlib -Wl,-rpath,'$$ORIGIN'
+$(OUT)/progs/demo: tests/progs/demo.c | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
+
+# ---- entry points ------------------------------------------------------
+deps:
+	$(Q)bash .ci/install-deps
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory check
+
+check: pmetrics $(UNIT_BINS) $(ASAN_UNIT_BINS) $(PROGS) $(CHECK_EXTRA)
+	$(Q)bash tests/run-all.sh $(OUT)
+
+unit: $(UNIT_BINS) $(ASAN_UNIT_BINS)
+	$(Q)bash tests/run-all.sh $(OUT) unit
+
+integration: pmetrics $(PROGS) $(CHECK_EXTRA)
+	$(Q)bash tests/run-all.sh $(OUT) integration
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory pmetrics $(OUT)/progs/demo
+	$(Q)bash tests/demo.sh $(OUT)
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory pmetrics $(PROGS) $(CHECK_EXTRA) $(BENCH_EXTRA)
+	$(Q)set -e; for s in $(BENCH_SCRIPTS); do bash $$s $(OUT); done
+
+fuzz: $(FUZZ_TARGETS)
+	$(Q)set -e; for s in $(FUZZ_SCRIPTS); do bash $$s $(OUT); done
+
+clean:
+	$(Q)rm -rf $(OUT) pmetrics

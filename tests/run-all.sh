@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the unit tests (plain and under ASan/UBSan) and the integration
+# tests, and prints one closing total line: "N passed, N failed, N skipped".
+# Usage: tests/run-all.sh BUILD_DIR [unit|integration]
+set -u
+build=$(cd "$1" && pwd)
+what=${2:-all}
+root=$(cd "$(dirname "$0")/.." && pwd)
+passed=0 failed=0 skipped=0
+log=$(mktemp /tmp/pmetrics-run.XXXXXX)
+
+count_cmocka() {
+	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)..."
+	local p f s
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
+}
+
+run_unit_dir() {
+	local dir="$1" label="$2" bin rc
+	for bin in "$dir"/test_*; do
+		[ -x "$bin" ] || continue
+		echo "== $label $(basename "$bin")"
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			"$bin" >"$log" 2>&1
+		rc=$?
+		cat "$log"
+		count_cmocka
+		if [ $rc -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then
+			echo "FAIL $(basename "$bin"): exited $rc"
+			failed=$((failed + 1))
+		fi
+	done
+}
+
+run_integration() {
+	local t
+	for t in "$root"/tests/integration/test_*.sh; do
+		[ -f "$t" ] || continue
+		echo "== integration $(basename "$t")"
+		PMETRICS="$root/pmetrics" BUILD="$build" ROOT="$root" bash "$t" 2>&1 | tee "$log"
+		passed=$((passed + $(grep -c '^PASS ' "$log")))
+		failed=$((failed + $(grep -c '^FAIL ' "$log")))
+		skipped=$((skipped + $(grep -c '^SKIP ' "$log")))
+	done
+}
+
+case "$what" in
+unit) run_unit_dir "$build/tests" unit; run_unit_dir "$build/asan/tests" unit-asan ;;
+integration) run_integration ;;
+*) run_unit_dir "$build/tests" unit; run_unit_dir "$build/asan/tests" unit-asan; run_integration ;;
+esac
+rm -f "$log"
+echo
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

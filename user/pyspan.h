@@ -1,0 +1,41 @@
+/* Python function spans (issue 3): times py:MODULE:QUALNAME functions of
+ * a CPython process from uprobes on the interpreter's frame evaluation.
+ * Emits struct span_event (include/span.h) into its own ring buffer,
+ * which the record loop drains with the native spans. */
+#ifndef PMETRICS_PYSPAN_H
+#define PMETRICS_PYSPAN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct py_probe {
+	unsigned int probe_id; /* span_event.probe_id to emit */
+	const char *module;    /* dotted module name, "robot_server.protocols.router" */
+	const char *qualname;  /* "create_protocol.<locals>._get_cached_protocol_analysis" */
+};
+
+struct pyspan_target {
+	pid_t pid;            /* traced process (tgid) */
+	const char *exe_path; /* its executable; in launch mode the file it
+			       * will exec, before it has run */
+	bool launched;        /* true: pid has not exec'd yet */
+	bool follow_children;
+	bool verbose;
+};
+
+struct pyspan;
+
+/* Finds the interpreter (executable or libpythonX.Y.so), detects its
+ * version, loads and attaches. Returns 0, or a negative errno after
+ * printing a one-line error ("not a CPython process", ...). Prints one
+ * warning per probe the detected version cannot see. */
+int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
+		const struct py_probe *probes, int n_probes);
+/* The ring buffer map fd carrying struct span_event. */
+int pyspan_ringbuf_fd(const struct pyspan *p);
+/* Per-probe warnings for functions never seen, lost/discarded counts. */
+void pyspan_summary(const struct pyspan *p, FILE *out);
+void pyspan_close(struct pyspan *p);
+
+#endif
