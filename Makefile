@@ -30,7 +30,7 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-PM_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT)
+PM_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT) -DMULTIARCH=\"$(ARCH_UNAME)-linux-gnu\"
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-parameter -Ivmlinux/$(ARCH) -Iinclude $(CLANG_BPF_SYS_INCLUDES)
 
@@ -68,6 +68,7 @@ BENCH_SCRIPTS :=
 FUZZ_TARGETS :=
 FUZZ_SCRIPTS :=
 .DELETE_ON_ERROR:
+.SECONDARY:
 
 all: pmetrics
 

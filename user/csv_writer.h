@@ -58,6 +58,8 @@ int csv_file_flush(struct csv_file *f);
 uint64_t csv_file_rows_written(const struct csv_file *f);
 uint64_t csv_file_dropped(const struct csv_file *f);
 const char *csv_file_path(const struct csv_file *f);
+/* Closes F after a failed start: the files it created are removed. */
+void csv_file_discard(struct csv_file *f);
 /* Flushes, closes and frees; returns the flush result. */
 int csv_file_close(struct csv_file *f);
 

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/* CSV rows and files in the robot's two layouts; see csv_writer.h. */
+#include "csv_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int csv_layout_parse(const char *name, enum csv_layout *out)
+{
+	if (strcmp(name, "context") == 0)
+		*out = CSV_LAYOUT_CONTEXT;
+	else if (strcmp(name, "activity") == 0)
+		*out = CSV_LAYOUT_ACTIVITY;
+	else
+		return -1;
+	return 0;
+}
+
+static void row_put(struct csv_row *row, const char *s, size_t n)
+{
+	if (row->len + n >= sizeof(row->buf)) {
+		row->overflow = true;
+		return;
+	}
+	memcpy(row->buf + row->len, s, n);
+	row->len += n;
+}
+
+static void row_sep(struct csv_row *row)
+{
+	if (row->fields++ > 0)
+		row_put(row, ",", 1);
+}
+
+void csv_row_begin(struct csv_row *row, enum csv_layout layout)
+{
+	row->layout = layout;
+	row->len = 0;
+	row->fields = 0;
+	row->overflow = false;
+}
+
+void csv_row_str(struct csv_row *row, const char *s)
+{
+	row_sep(row);
+	if (row->layout == CSV_LAYOUT_CONTEXT) {
+		row_put(row, s, strlen(s));
+		return;
+	}
+	row_put(row, "\"", 1);
+	for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+		row_put(row, s, (size_t)(q - s) + 1);
+		row_put(row, "\"", 1);
+	}
+	row_put(row, s, strlen(s));
+	row_put(row, "\"", 1);
+}
+
+void csv_row_u64(struct csv_row *row, uint64_t v)
+{
+	char num[24];
+
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	csv_row_str(row, num);
+}
+
+/* Python's repr(float): the shortest %.Ne that reads back exactly, then
+ * fixed notation when the decimal exponent is in [-4, 16), else
+ * scientific with at least two exponent digits. */
+void format_pyfloat(char *buf, size_t size, double v)
+{
+	char sci[40], digits[24];
+	int prec, exp10, nd = 0;
+
+	if (isnan(v)) {
+		snprintf(buf, size, "nan");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, size, v < 0 ? "-inf" : "inf");
+		return;
+	}
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(sci, sizeof(sci), "%.*e", prec, v);
+		if (strtod(sci, NULL) == v)
+			break;
+	}
+	/* sci is [-]d[.ddd]e[+-]XX: collect the digits and the exponent. */
+	const char *p = sci + (sci[0] == '-');
+	for (; *p && *p != 'e'; p++)
+		if (*p != '.')
+			digits[nd++] = *p;
+	digits[nd] = '\0';
+	exp10 = atoi(p + 1);
+	while (nd > 1 && digits[nd - 1] == '0')
+		digits[--nd] = '\0';
+
+	char *o = buf, *end = buf + size - 1;
+#define PUT(c) do { if (o < end) *o++ = (c); } while (0)
+	if (signbit(v))
+		PUT('-');
+	if (exp10 < -4 || exp10 >= 16) {
+		PUT(digits[0]);
+		if (nd > 1) {
+			PUT('.');
+			for (int i = 1; i < nd; i++)
+				PUT(digits[i]);
+		}
+		o += snprintf(o, (size_t)(end - o) + 1, "e%c%02d",
+			      exp10 < 0 ? '-' : '+', abs(exp10));
+		if (o > end)
+			o = end;
+	} else if (exp10 < 0) {
+		PUT('0');
+		PUT('.');
+		for (int i = 0; i < -exp10 - 1; i++)
+			PUT('0');
+		for (int i = 0; i < nd; i++)
+			PUT(digits[i]);
+	} else {
+		for (int i = 0; i <= exp10; i++)
+			PUT(i < nd ? digits[i] : '0');
+		PUT('.');
+		if (nd <= exp10 + 1)
+			PUT('0');
+		for (int i = exp10 + 1; i < nd; i++)
+			PUT(digits[i]);
+	}
+#undef PUT
+	*o = '\0';
+}
+
+void csv_row_pyfloat(struct csv_row *row, double v)
+{
+	char num[40];
+
+	format_pyfloat(num, sizeof(num), v);
+	csv_row_str(row, num);
+}
+
+int csv_row_end(struct csv_row *row)
+{
+	if (row->layout == CSV_LAYOUT_ACTIVITY)
+		row_put(row, "\r\n", 2);
+	else
+		row_put(row, "\n", 1);
+	return row->overflow ? -1 : (int)row->len;
+}
+
+/* ---- files -------------------------------------------------------- */
+
+#define CSV_QUEUE_SIZE (256 * 1024)
+
+struct csv_file {
+	int fd;
+	char path[4096];
+	size_t queued;
+	uint64_t queued_rows;
+	uint64_t rows_written;
+	uint64_t dropped;
+	int error; /* first write error; later rows are dropped */
+	bool created_data, created_header;
+	char queue[CSV_QUEUE_SIZE];
+};
+
+static int write_header(const char *dir, const char *data_name,
+			const char *const *header, int n_header,
+			enum csv_layout layout, char *err, size_t errlen)
+{
+	char path[4096], tmp[4200];
+	struct csv_row row;
+	int fd, len;
+
+	snprintf(path, sizeof(path), "%s/%s_headers", dir, data_name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	csv_row_begin(&row, layout);
+	for (int i = 0; i < n_header; i++)
+		csv_row_str(&row, header[i]);
+	/* Upstream writes the header line without a line end. */
+	len = (int)row.len;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto fail;
+	if (write(fd, row.buf, (size_t)len) != len || fsync(fd) != 0) {
+		int saved = errno ? errno : EIO;
+		close(fd);
+		unlink(tmp);
+		errno = saved;
+		goto fail;
+	}
+	close(fd);
+	/* rename: readers never see a half-written header file */
+	if (rename(tmp, path) != 0) {
+		unlink(tmp);
+		goto fail;
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	return -1;
+}
+
+static bool header_exists(const char *data_path)
+{
+	char header[4200];
+
+	snprintf(header, sizeof(header), "%s_headers", data_path);
+	return access(header, F_OK) == 0;
+}
+
+struct csv_file *csv_file_open(const char *dir, const char *data_name,
+			       const char *const *header, int n_header,
+			       enum csv_layout layout, char *err, size_t errlen)
+{
+	struct csv_file *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	snprintf(f->path, sizeof(f->path), "%s/%s", dir, data_name);
+	f->created_data = access(f->path, F_OK) != 0;
+	f->created_header = !header_exists(f->path);
+	f->fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
+		free(f);
+		return NULL;
+	}
+	if (write_header(dir, data_name, header, n_header, layout, err, errlen)) {
+		f->created_header = false;
+		csv_file_discard(f);
+		return NULL;
+	}
+	return f;
+}
+
+void csv_file_discard(struct csv_file *f)
+{
+	char header[sizeof(f->path) + 16];
+
+	if (!f)
+		return;
+	close(f->fd);
+	if (f->created_data && f->rows_written == 0)
+		unlink(f->path);
+	snprintf(header, sizeof(header), "%s_headers", f->path);
+	if (f->created_header)
+		unlink(header);
+	free(f);
+}
+
+int csv_file_append(struct csv_file *f, const struct csv_row *row)
+{
+	int ret = 0;
+
+	if (row->overflow) {
+		f->dropped++;
+		return 0;
+	}
+	if (f->queued + row->len > sizeof(f->queue))
+		ret = csv_file_flush(f);
+	if (f->error) {
+		f->dropped++;
+		return ret;
+	}
+	memcpy(f->queue + f->queued, row->buf, row->len);
+	f->queued += row->len;
+	f->queued_rows++;
+	return ret;
+}
+
+/* Cuts the file back to SIZE so it ends on a whole row. */
+static void cut_back(struct csv_file *f, off_t size)
+{
+	if (ftruncate(f->fd, size) != 0)
+		fprintf(stderr, "pmetrics: %s: cannot remove a partial row: %s\n",
+			f->path, strerror(errno));
+}
+
+int csv_file_flush(struct csv_file *f)
+{
+	size_t done = 0;
+	struct stat st;
+
+	if (f->error) {
+		f->dropped += f->queued_rows;
+		f->queued = f->queued_rows = 0;
+		return -f->error;
+	}
+	if (f->queued == 0)
+		return 0;
+	if (fstat(f->fd, &st) != 0)
+		st.st_size = -1;
+	while (done < f->queued) {
+		ssize_t n = write(f->fd, f->queue + done, f->queued - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			f->error = n < 0 ? errno : ENOSPC;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (f->error) {
+		/* Keep the whole rows that made it, drop the torn tail. */
+		size_t whole = done;
+		uint64_t kept = 0;
+		while (whole > 0 && f->queue[whole - 1] != '\n')
+			whole--;
+		for (size_t i = 0; i < whole; i++)
+			kept += f->queue[i] == '\n';
+		if (done > whole && st.st_size >= 0)
+			cut_back(f, st.st_size + (off_t)whole);
+		f->rows_written += kept;
+		f->dropped += f->queued_rows - kept;
+	} else {
+		f->rows_written += f->queued_rows;
+	}
+	f->queued = f->queued_rows = 0;
+	return -f->error;
+}
+
+uint64_t csv_file_rows_written(const struct csv_file *f) { return f->rows_written; }
+uint64_t csv_file_dropped(const struct csv_file *f) { return f->dropped; }
+const char *csv_file_path(const struct csv_file *f) { return f->path; }
+
+int csv_file_close(struct csv_file *f)
+{
+	int ret;
+
+	if (!f)
+		return 0;
+	ret = csv_file_flush(f);
+	if (close(f->fd) != 0 && !ret)
+		ret = -errno;
+	free(f);
+	return ret;
+}
