@@ -1,0 +1,30 @@
+/* --probe STATE=TARGET specifications. */
+#ifndef PMETRICS_PROBE_SPEC_H
+#define PMETRICS_PROBE_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum probe_kind {
+	PROBE_NATIVE, /* BINARY:SYMBOL, BINARY empty = main executable */
+	PROBE_PYTHON, /* py:MODULE:QUALNAME */
+};
+
+#define PROBE_STATE_MAX 64
+#define PROBE_NAME_MAX 512
+
+struct probe_spec {
+	char state[PROBE_STATE_MAX];
+	enum probe_kind kind;
+	char binary[PROBE_NAME_MAX];   /* native; python: module */
+	char symbol[PROBE_NAME_MAX];   /* native; python: qualname */
+	char target[PROBE_NAME_MAX * 2 + 8]; /* TARGET as given, for messages */
+};
+
+/* Parses "STATE=TARGET". Returns 0, or -1 with a one-line reason. */
+int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen);
+
+/* Parses "500ms", "30s", "1.5m", "2h" into nanoseconds. Returns 0 or -1. */
+int duration_parse(const char *arg, uint64_t *ns);
+
+#endif

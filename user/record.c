@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: MIT
+/* The capture session of `pmetrics record`: check -> resolve probes ->
+ * load -> attach -> open files -> release target -> poll -> summary. */
+#include "record.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include "elf_symbols.h"
+#include "span_stats.h"
+#include "span_tracer.h"
+#include "target.h"
+#include "wall_clock.h"
+
+#define POLL_INTERVAL_MS 100
+#define FLUSH_INTERVAL_NS 1000000000ull
+
+struct session {
+	const struct record_opts *opts;
+	struct target target;
+	struct span_tracer *spans;
+	struct ring_buffer *rb;
+	struct csv_file *csv;
+	struct wall_clock clock;
+	struct span_stats stats[SPAN_MAX_PROBES];
+	char created_dirs[8][PATH_MAX]; /* made by us: removed on a failed start */
+	int n_created_dirs;
+	int write_error;
+	uint64_t spans_seen;
+	uint64_t spans_other; /* events with an unknown probe id */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "pmetrics: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void verbose(const struct record_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!o->verbose)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "pmetrics: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* ---- checks before anything is touched ------------------------------ */
+
+static bool has_capability(const struct __user_cap_data_struct data[2], int cap)
+{
+	return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+static int check_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return geteuid() == 0 ? 0 : -1;
+	if (has_capability(data, CAP_SYS_ADMIN) ||
+	    (has_capability(data, CAP_BPF) && has_capability(data, CAP_PERFMON)))
+		return 0;
+	fail("needs root: loading BPF programs takes CAP_BPF and CAP_PERFMON "
+	     "(or CAP_SYS_ADMIN); run it with sudo");
+	return -1;
+}
+
+static int check_btf(const struct record_opts *o)
+{
+	if (o->btf_path) {
+		if (access(o->btf_path, R_OK) == 0)
+			return 0;
+		fail("cannot read --btf %s: %s", o->btf_path, strerror(errno));
+		return -1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 0;
+	fail("this kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel "
+	     "built with CONFIG_DEBUG_INFO_BTF=y, or pass --btf FILE with this kernel's BTF");
+	return -1;
+}
+
+/* mkdir -p that remembers what it made, so a failed start can undo it. */
+static int make_output_dir(struct session *s, const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(path)) {
+		fail("output directory name too long: %s", dir);
+		return -1;
+	}
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(path, 0755) == 0) {
+			if (s->n_created_dirs < 8)
+				snprintf(s->created_dirs[s->n_created_dirs++], PATH_MAX, "%s", path);
+		} else if (errno != EEXIST) {
+			fail("cannot create output directory %s: %s; pick another with -o DIR",
+			     path, strerror(errno));
+			return -1;
+		}
+		*p = saved;
+		if (!saved)
+			break;
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fail("output path %s is not a directory; pick another with -o DIR", dir);
+		return -1;
+	}
+	if (access(dir, W_OK) != 0) {
+		fail("output directory %s is not writable (%s); pick another with -o DIR",
+		     dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void remove_created_dirs(struct session *s)
+{
+	for (int i = s->n_created_dirs - 1; i >= 0; i--)
+		rmdir(s->created_dirs[i]);
+	s->n_created_dirs = 0;
+}
+
+/* ---- probes ---------------------------------------------------------- */
+
+static int attach_native_probe(struct session *s, uint32_t id)
+{
+	const struct record_opts *o = s->opts;
+	const struct probe_spec *p = &o->probes[id];
+	char path[PATH_MAX], err[1024], suggest[512];
+	uint64_t offset;
+	pid_t filter = o->follow_children ? -1 : s->target.pid;
+	int ret;
+
+	if (target_resolve_binary(&s->target, p->binary, path, sizeof(path), err, sizeof(err))) {
+		fail("probe %s: %s", p->target, err);
+		return -1;
+	}
+	ret = elf_symbol_offset(path, p->symbol, &offset, suggest, sizeof(suggest), err, sizeof(err));
+	if (ret == -ENOENT) {
+		fail("probe %s: no function '%s' in %s%s%s", p->target, p->symbol, path,
+		     suggest[0] ? "; close names: " : " (is it stripped?)", suggest);
+		return -1;
+	}
+	if (ret) {
+		fail("probe %s: %s", p->target, err);
+		return -1;
+	}
+	ret = span_tracer_attach_probe(s->spans, id, path, offset, filter);
+	if (ret) {
+		fail("probe %s: cannot attach uprobe to %s+0x%llx: %s", p->target, path,
+		     (unsigned long long)offset, strerror(-ret));
+		return -1;
+	}
+	verbose(o, "attached %s: %s:%s at file offset 0x%llx (%s)", p->state, path, p->symbol,
+		(unsigned long long)offset,
+		filter > 0 ? "kernel filter on the PID" : "all processes, BPF filter on PIDs");
+	return 0;
+}
+
+static int load_tracer(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct span_tracer_opts topts = {
+		.follow_children = o->follow_children,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.btf_path = o->btf_path,
+	};
+	int ret = span_tracer_load(&s->spans, &topts);
+
+	if (ret) {
+		fail("cannot load the BPF span tracer: %s%s", strerror(-ret),
+		     o->verbose ? "" : " (run with -v for libbpf's log)");
+		return -1;
+	}
+	if (span_tracer_add_process(s->spans, s->target.pid) ||
+	    span_tracer_attach_tracking(s->spans)) {
+		fail("cannot attach the fork/exit tracepoints: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int attach_probes(struct session *s)
+{
+	for (int i = 0; i < s->opts->n_probes; i++) {
+		if (s->opts->probes[i].kind == PROBE_PYTHON) {
+			fail("probe %s: Python probes are not in this build yet",
+			     s->opts->probes[i].target);
+			return -1;
+		}
+		if (attach_native_probe(s, (uint32_t)i))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- rows ------------------------------------------------------------ */
+
+static int on_span(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct span_event *e = data;
+	struct csv_row row;
+
+	if (size < sizeof(*e) || e->probe_id >= (uint32_t)s->opts->n_probes) {
+		s->spans_other++;
+		return 0;
+	}
+	s->spans_seen++;
+	span_stats_add(&s->stats[e->probe_id], e->duration_ns);
+	csv_row_begin(&row, s->opts->layout);
+	csv_row_str(&row, s->opts->probes[e->probe_id].state);
+	csv_row_u64(&row, wall_clock_from_mono(&s->clock, e->start_ns));
+	csv_row_u64(&row, e->duration_ns);
+	csv_row_end(&row);
+	if (!s->write_error)
+		s->write_error = -csv_file_append(s->csv, &row);
+	else
+		csv_file_append(s->csv, &row); /* counted as dropped */
+	return 0;
+}
+
+static int open_csv(struct session *s)
+{
+	static const char *const context_header[] = { "state_name", "function_start_time", "duration" };
+	static const char *const activity_header[] = { "state", "func_start", "duration" };
+	bool ctx = s->opts->layout == CSV_LAYOUT_CONTEXT;
+	char err[1024];
+
+	s->csv = csv_file_open(s->opts->output_dir, ctx ? "robot_context_data" : "robot_activity_data",
+			       ctx ? context_header : activity_header, 3, s->opts->layout,
+			       err, sizeof(err));
+	if (!s->csv) {
+		fail("%s", err);
+		return -1;
+	}
+	s->rb = ring_buffer__new(span_tracer_ringbuf_fd(s->spans), on_span, s, NULL);
+	if (!s->rb) {
+		fail("cannot open the span ring buffer: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the capture loop ------------------------------------------------- */
+
+static void report_write_error(struct session *s)
+{
+	fail("writing %s failed: %s; %llu rows are in the file, %llu were not written: "
+	     "free space and start again", csv_file_path(s->csv), strerror(s->write_error),
+	     (unsigned long long)csv_file_rows_written(s->csv),
+	     (unsigned long long)csv_file_dropped(s->csv));
+}
+
+static void drain(struct session *s)
+{
+	wall_clock_sync(&s->clock);
+	ring_buffer__consume(s->rb);
+}
+
+static bool target_done(struct session *s)
+{
+	if (s->target.pidfd >= 0) {
+		struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) == 1) {
+			target_reap(&s->target);
+			return true;
+		}
+		return false;
+	}
+	return target_reap(&s->target);
+}
+
+static const char *capture_loop(struct session *s)
+{
+	uint64_t start = monotonic_ns(), last_flush = start;
+	uint64_t end = s->opts->duration_ns ? start + s->opts->duration_ns : 0;
+
+	for (;;) {
+		ring_buffer__poll(s->rb, POLL_INTERVAL_MS);
+		drain(s);
+		uint64_t now = monotonic_ns();
+		if (now - last_flush >= FLUSH_INTERVAL_NS) {
+			int ret = csv_file_flush(s->csv);
+			if (ret && !s->write_error)
+				s->write_error = -ret;
+			last_flush = now;
+		}
+		if (s->write_error)
+			return "write error";
+		if (stop_signal)
+			return stop_signal == SIGINT ? "interrupted" : "terminated";
+		if (end && now >= end)
+			return "duration reached";
+		if (target_done(s))
+			return "target exited";
+	}
+}
+
+/* ---- summary --------------------------------------------------------- */
+
+static void print_state_summary(const struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	char mn[32], mean[32], mx[32];
+
+	fprintf(stderr, "  %-28s %8s %10s %10s %10s\n", "STATE", "COUNT", "MIN", "MEAN", "MAX");
+	for (int i = 0; i < o->n_probes; i++) {
+		struct span_stats total = { 0 };
+		bool first = true;
+		for (int j = 0; j < i && first; j++)
+			first = strcmp(o->probes[j].state, o->probes[i].state) != 0;
+		if (!first)
+			continue;
+		for (int j = i; j < o->n_probes; j++) {
+			const struct span_stats *st = &s->stats[j];
+			if (strcmp(o->probes[j].state, o->probes[i].state) || !st->count)
+				continue;
+			if (!total.count || st->min_ns < total.min_ns)
+				total.min_ns = st->min_ns;
+			if (st->max_ns > total.max_ns)
+				total.max_ns = st->max_ns;
+			total.count += st->count;
+			total.sum_ns += st->sum_ns;
+		}
+		format_duration(mn, sizeof(mn), total.min_ns);
+		format_duration(mean, sizeof(mean), span_stats_mean_ns(&total));
+		format_duration(mx, sizeof(mx), total.max_ns);
+		if (!total.count)
+			snprintf(mn, sizeof(mn), "-"), snprintf(mean, sizeof(mean), "-"),
+				snprintf(mx, sizeof(mx), "-");
+		fprintf(stderr, "  %-28s %8llu %10s %10s %10s\n", o->probes[i].state,
+			(unsigned long long)total.count, mn, mean, mx);
+	}
+}
+
+static void print_summary(const struct session *s, const char *why, uint64_t elapsed_ns)
+{
+	uint64_t c[SPAN_CNT_MAX];
+	uint64_t open_calls = span_tracer_open_calls(s->spans);
+
+	span_tracer_counters(s->spans, c);
+	fprintf(stderr, "pmetrics: %s after %.2fs: %llu rows appended to %s\n", why,
+		(double)elapsed_ns / 1e9, (unsigned long long)csv_file_rows_written(s->csv),
+		csv_file_path(s->csv));
+	print_state_summary(s);
+	fprintf(stderr, "  lost spans: %llu (ring buffer full), %llu (nesting deeper than %d), "
+		"%llu (rows not written)\n",
+		(unsigned long long)c[SPAN_CNT_RINGBUF_FULL],
+		(unsigned long long)c[SPAN_CNT_DEPTH_OVERFLOW], SPAN_MAX_DEPTH,
+		(unsigned long long)csv_file_dropped(s->csv));
+	fprintf(stderr, "  open calls discarded: %llu (still running at end), %llu (thread exited), "
+		"%llu (unwound by longjmp/exception)\n",
+		(unsigned long long)open_calls, (unsigned long long)c[SPAN_CNT_THREAD_EXIT],
+		(unsigned long long)c[SPAN_CNT_UNWOUND]);
+	if (c[SPAN_CNT_STACK_FULL] || c[SPAN_CNT_NO_ENTRY] || s->spans_other)
+		fprintf(stderr, "  other: %llu calls in threads beyond the tracking table, "
+			"%llu returns without a seen entry, %llu malformed events\n",
+			(unsigned long long)c[SPAN_CNT_STACK_FULL],
+			(unsigned long long)c[SPAN_CNT_NO_ENTRY], (unsigned long long)s->spans_other);
+}
+
+/* ---- session --------------------------------------------------------- */
+
+static int start_target(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	char err[1024];
+	int ret;
+
+	if (o->command)
+		ret = target_launch(&s->target, o->command, err, sizeof(err));
+	else
+		ret = target_attach_pid(&s->target, o->pid, err, sizeof(err));
+	if (ret)
+		fail("%s", err);
+	return ret;
+}
+
+static void install_signal_handlers(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int setup(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	char err[1024];
+
+	if (check_privileges() || check_btf(o) || make_output_dir(s, o->output_dir) ||
+	    start_target(s) || load_tracer(s) || attach_probes(s))
+		return -1;
+	if (!s->target.launched && !target_alive(&s->target)) {
+		fail("process %d exited while the probes were being attached", s->target.pid);
+		return -1;
+	}
+	wall_clock_sync(&s->clock);
+	if (open_csv(s))
+		return -1;
+	verbose(o, "probes live %.1f ms after start",
+		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
+	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static void teardown(struct session *s)
+{
+	ring_buffer__free(s->rb);
+	span_tracer_destroy(s->spans);
+	if (s->target.launched && s->target.pid > 0 && s->target.release_fd >= 0)
+		target_abort(&s->target);
+	target_close(&s->target);
+}
+
+static void stop_launched_command(struct session *s)
+{
+	if (!s->target.launched || s->target.pid <= 0 || target_reap(&s->target))
+		return;
+	kill(s->target.pid, SIGTERM);
+	for (int i = 0; i < 50 && !target_reap(&s->target); i++)
+		usleep(20000);
+}
+
+int record_run(const struct record_opts *opts)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	const char *why;
+	uint64_t started;
+	int ret = 1;
+
+	if (!s) {
+		fail("out of memory");
+		return 1;
+	}
+	s->opts = opts;
+	s->target.pidfd = s->target.release_fd = s->target.exec_error_fd = -1;
+	libbpf_set_print(opts->verbose ? libbpf_log : NULL);
+	install_signal_handlers();
+	if (setup(s)) {
+		ret = 1;
+		csv_file_discard(s->csv);
+		s->csv = NULL;
+		remove_created_dirs(s);
+		goto out;
+	}
+	started = monotonic_ns();
+	why = capture_loop(s);
+	drain(s);
+	stop_launched_command(s);
+	int flushed = csv_file_flush(s->csv);
+	if (flushed && !s->write_error)
+		s->write_error = -flushed;
+	print_summary(s, why, monotonic_ns() - started);
+	if (s->write_error)
+		report_write_error(s);
+	ret = s->write_error ? 1 : 0;
+	csv_file_close(s->csv);
+out:
+	teardown(s);
+	free(s);
+	return ret;
+}
+
+int record_main(int argc, char **argv)
+{
+	struct record_opts *opts = calloc(1, sizeof(*opts));
+	int ret;
+
+	if (!opts) {
+		fail("out of memory");
+		return 1;
+	}
+	ret = record_parse_args(argc, argv, opts);
+	if (ret == 0)
+		ret = record_run(opts);
+	else if (ret < 0)
+		ret = 0;
+	free(opts);
+	return ret;
+}

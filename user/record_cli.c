@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/* Command line of `pmetrics record`. */
+#include "record.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void record_usage(FILE *out)
+{
+	fprintf(out,
+"Usage: pmetrics record [OPTIONS] --pid PID\n"
+"       pmetrics record [OPTIONS] -- COMMAND [ARGS...]\n"
+"\n"
+"Times function calls of a running process (or a command it starts) from\n"
+"the kernel, with uprobes, and appends one CSV row per completed call:\n"
+"state name, wall-clock start (ns since the epoch), duration (ns). The\n"
+"traced program needs no change and no restart.\n"
+"\n"
+"Target (one is required):\n"
+"  -p, --pid PID            attach to a running process: all its threads,\n"
+"                           also threads and child processes created later\n"
+"  -- COMMAND [ARGS...]     start COMMAND with the probes already in place\n"
+"                           (a call first thing in main is seen); the\n"
+"                           capture ends when it exits\n"
+"      --no-children        trace only the target process, not children it\n"
+"                           forks after attach (probes then trap only in the\n"
+"                           target: cheaper for other processes)\n"
+"\n"
+"Probes:\n"
+"  -P, --probe STATE=TARGET  time calls of TARGET as rows named STATE;\n"
+"                           repeatable. TARGET is BINARY:SYMBOL where BINARY\n"
+"                           is an absolute path, a file name or soname the\n"
+"                           target maps (libc.so.6), or empty for the main\n"
+"                           executable (:SYMBOL); or py:MODULE:QUALNAME for a\n"
+"                           Python function. STATE: letters, digits and _.\n"
+"      --preset robot-server  the robot server's two probes:\n"
+"                           ANALYZING_PROTOCOL and GETTING_CACHED_ANALYSIS\n"
+"\n"
+"Session:\n"
+"  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h); default:\n"
+"                           until Ctrl-C, SIGTERM or the target exits. A\n"
+"                           started COMMAND still running then gets SIGTERM\n"
+"  -o, --output-dir DIR     where the CSV files go, created if missing\n"
+"                           (default " DEFAULT_OUTPUT_DIR ")\n"
+"      --layout LAYOUT      context (robot_context_data, default) or\n"
+"                           activity (robot_activity_data, quoted, CRLF)\n"
+"      --ringbuf-size MB    kernel-to-loader buffer (default %d, power of 2)\n"
+"      --btf FILE           kernel BTF to use when the kernel has none\n"
+"  -v, --verbose            libbpf's log, attach details and timings\n"
+"  -h, --help               this text\n"
+"\n"
+"Files (appended to, never truncated; header file rewritten):\n"
+"  DIR/robot_context_data          ANALYZING_PROTOCOL,1718739269730290312,14028043893\n"
+"  DIR/robot_context_data_headers  state_name,function_start_time,duration\n"
+"\n"
+"Examples:\n"
+"  pmetrics record --pid 4242 \\\n"
+"      --probe ANALYZING_PROTOCOL=/opt/app/bin/server:analyze_protocol \\\n"
+"      --probe GETTING_CACHED_ANALYSIS=libanalysis.so:get_cached_analysis \\\n"
+"      --duration 60s -o /data/performance_metrics_data\n"
+"  pmetrics record --probe ANALYZING_PROTOCOL=:analyze -- ./server --port 31950\n"
+"  pmetrics record --pid $(pidof -s python3) --preset robot-server --duration 10m\n"
+"\n"
+"On exit a summary goes to stderr: per state the count and min/mean/max\n"
+"duration, spans lost, and calls still open that gave no row. Needs root\n"
+"(CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n",
+		DEFAULT_RINGBUF_MB);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pmetrics record: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see pmetrics record --help)\n");
+	return EXIT_USAGE;
+}
+
+static int add_probe(struct record_opts *o, const char *arg)
+{
+	struct probe_spec *p;
+	char err[1024];
+
+	if (o->n_probes == SPAN_MAX_PROBES)
+		return usage_error("too many --probe options (at most 64): %s", arg);
+	p = &o->probes[o->n_probes];
+	if (probe_spec_parse(arg, p, err, sizeof(err)) != 0)
+		return usage_error("%s", err);
+	for (int i = 0; i < o->n_probes; i++)
+		if (strcmp(o->probes[i].state, p->state) == 0 &&
+		    strcmp(o->probes[i].target, p->target) == 0)
+			return usage_error("--probe %s given twice: drop one", arg);
+	o->n_probes++;
+	return 0;
+}
+
+static int add_preset(struct record_opts *o, const char *name)
+{
+	static const char *const robot_server[] = {
+		"ANALYZING_PROTOCOL=py:robot_server.protocols.protocol_analyzer:ProtocolAnalyzer.analyze",
+		"GETTING_CACHED_ANALYSIS=py:robot_server.protocols.router:"
+		"create_protocol.<locals>._get_cached_protocol_analysis",
+	};
+	int ret = 0;
+
+	if (strcmp(name, "robot-server") != 0)
+		return usage_error("unknown preset '%s': the only preset is robot-server", name);
+	for (size_t i = 0; i < 2 && !ret; i++)
+		ret = add_probe(o, robot_server[i]);
+	return ret;
+}
+
+static int parse_pid(const char *arg, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v <= 0 || v > 4194304)
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static int parse_ringbuf(const char *arg, uint64_t *bytes)
+{
+	char *end;
+	unsigned long mb = strtoul(arg, &end, 10);
+
+	if (end == arg || *end || mb == 0 || mb > 1024 || (mb & (mb - 1)))
+		return -1;
+	*bytes = (uint64_t)mb << 20;
+	return 0;
+}
+
+enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
+       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER };
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "probe", required_argument, NULL, 'P' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output-dir", required_argument, NULL, 'o' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "no-children", no_argument, NULL, OPT_NO_CHILDREN },
+	{ "layout", required_argument, NULL, OPT_LAYOUT },
+	{ "preset", required_argument, NULL, OPT_PRESET },
+	{ "btf", required_argument, NULL, OPT_BTF },
+	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_one(struct record_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		if (parse_pid(arg, &o->pid))
+			return usage_error("bad --pid '%s': give a process ID, e.g. --pid $(pidof -s server)", arg);
+		return 0;
+	case 'P':
+		return add_probe(o, arg);
+	case 'd':
+		if (duration_parse(arg, &o->duration_ns))
+			return usage_error("bad --duration '%s': use a number with a unit: 500ms, 30s, 5m, 1h", arg);
+		return 0;
+	case 'o':
+		if (!*arg)
+			return usage_error("empty --output-dir%s", "");
+		o->output_dir = arg;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	case OPT_NO_CHILDREN:
+		o->follow_children = false;
+		return 0;
+	case OPT_LAYOUT:
+		if (csv_layout_parse(arg, &o->layout))
+			return usage_error("bad --layout '%s': use context or activity", arg);
+		return 0;
+	case OPT_PRESET:
+		return add_preset(o, arg);
+	case OPT_BTF:
+		o->btf_path = arg;
+		return 0;
+	case OPT_RINGBUF:
+		if (parse_ringbuf(arg, &o->ringbuf_bytes))
+			return usage_error("bad --ringbuf-size '%s': MiB, a power of two from 1 to 1024", arg);
+		return 0;
+	default:
+		return usage_error("%s", "unknown option");
+	}
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o)
+{
+	int c, ret;
+
+	memset(o, 0, sizeof(*o));
+	o->output_dir = DEFAULT_OUTPUT_DIR;
+	o->follow_children = true;
+	o->ringbuf_bytes = (uint64_t)DEFAULT_RINGBUF_MB << 20;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:P:d:o:vh", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			record_usage(stdout);
+			return -1;
+		}
+		if (c == '?' || c == ':') {
+			const char *bad = argv[optind - 1];
+			if (c == ':' || (optopt && strchr("pPdo", optopt)))
+				return usage_error("option %s needs a value", bad);
+			return usage_error("unknown option %s", bad);
+		}
+		ret = parse_one(o, c, optarg);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		o->command = &argv[optind];
+	if (o->pid && o->command)
+		return usage_error("give either --pid or a command after --, not both%s", "");
+	if (!o->pid && !o->command && !o->resources)
+		return usage_error("no target: give --pid PID or -- COMMAND [ARGS...]%s", "");
+	if (o->n_probes == 0 && !o->resources)
+		return usage_error("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server%s", "");
+	return 0;
+}

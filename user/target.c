@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: MIT
+#include "target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf_symbols.h"
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static char process_state(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+static void target_init(struct target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->release_fd = t->exec_error_fd = t->pidfd = -1;
+}
+
+int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
+{
+	char state;
+
+	target_init(t);
+	t->pid = pid;
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+		snprintf(err, errlen, "no process with PID %d: check the PID (pidof NAME)", pid);
+		return -1;
+	}
+	state = process_state(pid);
+	if (state == 'Z' || state == 'X' || state == 0) {
+		snprintf(err, errlen, "process %d has exited (state %c)", pid, state ? state : '?');
+		return -1;
+	}
+	snprintf(t->exe, sizeof(t->exe), "/proc/%d/exe", pid);
+	if (access(t->exe, R_OK) != 0) {
+		snprintf(err, errlen, "cannot read the executable of process %d (%s): "
+			 "is it a kernel thread?", pid, strerror(errno));
+		return -1;
+	}
+	t->pidfd = open_pidfd(pid);
+	return 0;
+}
+
+/* execvp's PATH search, done up front so probes can be placed on the
+ * file before the child runs. */
+static int find_in_path(const char *cmd, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char dir[4096];
+
+	if (strchr(cmd, '/')) {
+		if (!realpath(cmd, out) || access(out, X_OK) != 0)
+			return -1;
+		return 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(dir, sizeof(dir), "%.*s/%s", (int)n, n ? path : ".", cmd);
+		if (access(dir, X_OK) == 0 && realpath(dir, out) && strlen(out) < len)
+			return 0;
+		path += n + (path[n] == ':');
+	}
+	return -1;
+}
+
+static void child_wait_and_exec(int release_rd, int error_wr, char *const argv[])
+{
+	char go;
+	int e;
+
+	if (read(release_rd, &go, 1) != 1)
+		_exit(127); /* pmetrics gave up before release */
+	close(release_rd);
+	execvp(argv[0], argv);
+	e = errno;
+	if (write(error_wr, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+int target_launch(struct target *t, char *const argv[], char *err, size_t errlen)
+{
+	int release[2], exec_error[2];
+
+	target_init(t);
+	t->launched = true;
+	if (find_in_path(argv[0], t->exe, sizeof(t->exe)) != 0) {
+		snprintf(err, errlen, "command not found: %s (give a path or check PATH)", argv[0]);
+		return -1;
+	}
+	if (pipe2(release, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	t->pid = fork();
+	if (t->pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (t->pid == 0) {
+		close(release[1]);
+		close(exec_error[0]);
+		child_wait_and_exec(release[0], exec_error[1], argv);
+	}
+	close(release[0]);
+	close(exec_error[1]);
+	t->release_fd = release[1];
+	t->exec_error_fd = exec_error[0];
+	t->pidfd = open_pidfd(t->pid);
+	return 0;
+}
+
+int target_release(struct target *t, char *err, size_t errlen)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(t->release_fd, "g", 1) != 1) {
+		snprintf(err, errlen, "cannot start the command: %s", strerror(errno));
+		return -EIO;
+	}
+	close(t->release_fd);
+	t->release_fd = -1;
+	/* EOF: exec succeeded and closed the CLOEXEC pipe */
+	n = read(t->exec_error_fd, &e, sizeof(e));
+	close(t->exec_error_fd);
+	t->exec_error_fd = -1;
+	if (n == (ssize_t)sizeof(e)) {
+		snprintf(err, errlen, "cannot run %s: %s", t->exe, strerror(e));
+		waitpid(t->pid, NULL, 0);
+		t->pid = 0;
+		return -e;
+	}
+	return 0;
+}
+
+void target_abort(struct target *t)
+{
+	if (!t->launched || t->pid <= 0)
+		return;
+	if (t->release_fd >= 0) {
+		close(t->release_fd); /* child reads EOF and exits */
+		t->release_fd = -1;
+	}
+	waitpid(t->pid, &t->exit_status, 0);
+	t->pid = 0;
+}
+
+bool target_alive(const struct target *t)
+{
+	char state;
+
+	if (t->pid <= 0)
+		return false;
+	state = process_state(t->pid);
+	return state != 0 && state != 'Z' && state != 'X';
+}
+
+bool target_reap(struct target *t)
+{
+	if (!t->launched)
+		return !target_alive(t);
+	if (t->pid <= 0)
+		return true;
+	if (waitpid(t->pid, &t->exit_status, WNOHANG) == t->pid) {
+		t->pid = 0;
+		return true;
+	}
+	return false;
+}
+
+void target_close(struct target *t)
+{
+	if (t->release_fd >= 0)
+		close(t->release_fd);
+	if (t->exec_error_fd >= 0)
+		close(t->exec_error_fd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->release_fd = t->exec_error_fd = t->pidfd = -1;
+}
+
+/* "libc.so.6" names /usr/lib/.../libc.so.6; "libfoo.so" also names
+ * libfoo.so.1.2 (the file a soname link points at). */
+static bool library_name_matches(const char *file, const char *name)
+{
+	const char *base = strrchr(file, '/');
+	size_t n = strlen(name);
+
+	base = base ? base + 1 : file;
+	return strcmp(base, name) == 0 || (strncmp(base, name, n) == 0 && base[n] == '.');
+}
+
+static int find_in_maps(pid_t pid, const char *name, char *out, size_t len)
+{
+	char path[64], line[4608];
+	FILE *f;
+	int ret = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (library_name_matches(file, name)) {
+			snprintf(out, len, "/proc/%d/root%s", pid, file);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int find_in_dir(const char *dir, const char *name, char *out, size_t len)
+{
+	struct dirent *de;
+	DIR *d;
+	int ret = -1;
+
+	snprintf(out, len, "%s/%s", dir, name);
+	if (access(out, R_OK) == 0)
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while (ret && (de = readdir(d)))
+		if (library_name_matches(de->d_name, name)) {
+			snprintf(out, len, "%s/%s", dir, de->d_name);
+			ret = 0;
+		}
+	closedir(d);
+	return ret;
+}
+
+/* Searches a colon-separated list of directories, expanding $ORIGIN. */
+static int find_in_dir_list(const char *list, const char *origin, const char *name,
+			    char *out, size_t len)
+{
+	char dir[4096];
+
+	while (list && *list) {
+		size_t n = strcspn(list, ":");
+		if (n >= 7 && strncmp(list, "$ORIGIN", 7) == 0)
+			snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(n - 7), list + 7);
+		else
+			snprintf(dir, sizeof(dir), "%.*s", (int)n, list);
+		if (n && find_in_dir(dir, name, out, len) == 0)
+			return 0;
+		list += n + (list[n] == ':');
+	}
+	return -1;
+}
+
+static int find_library(const char *exe, const char *name, char *out, size_t len)
+{
+	static const char *system_dirs =
+		"/lib/" MULTIARCH ":/usr/lib/" MULTIARCH ":/lib64:/usr/lib64:/lib:/usr/lib:/usr/local/lib";
+	char runpath[4096], origin[4096];
+	char *slash;
+
+	snprintf(origin, sizeof(origin), "%s", exe);
+	slash = strrchr(origin, '/');
+	if (slash)
+		*slash = '\0';
+	if (elf_runpath(exe, runpath, sizeof(runpath)) == 0 &&
+	    find_in_dir_list(runpath, origin, name, out, len) == 0)
+		return 0;
+	if (find_in_dir_list(getenv("LD_LIBRARY_PATH"), origin, name, out, len) == 0)
+		return 0;
+	return find_in_dir_list(system_dirs, origin, name, out, len);
+}
+
+int target_resolve_binary(const struct target *t, const char *binary,
+			  char *out, size_t len, char *err, size_t errlen)
+{
+	int ret;
+
+	if (binary[0] == '\0') {
+		snprintf(out, len, "%s", t->exe);
+		return 0;
+	}
+	if (binary[0] == '/') {
+		if (access(binary, R_OK) != 0) {
+			snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
+			return -1;
+		}
+		snprintf(out, len, "%s", binary);
+		return 0;
+	}
+	if (t->launched)
+		ret = find_library(t->exe, binary, out, len);
+	else
+		ret = find_in_maps(t->pid, binary, out, len);
+	if (ret != 0)
+		snprintf(err, errlen, "%s is not %s process %d (%s): give its absolute path",
+			 binary, t->launched ? "a library found for" : "mapped by",
+			 t->pid, t->exe);
+	return ret;
+}
