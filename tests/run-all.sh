@@ -31,6 +31,9 @@ run_unit_dir() {
 		if [ $rc -ne 0 ] && ! grep -q '^\[  FAILED  \]' "$log"; then
 			echo "FAIL $(basename "$bin"): exited $rc"
 			failed=$((failed + 1))
+		elif ! grep -q '^\[  \(PASSED\|FAILED\)  \]' "$log"; then
+			echo "FAIL $(basename "$bin"): no cmocka summary (crashed?)"
+			failed=$((failed + 1))
 		fi
 	done
 }

@@ -9,7 +9,7 @@
 
 #define PMETRICS_VERSION "0.1.0"
 
-uint64_t pmetrics_start_ns;
+
 
 /* analyze is being written alongside; until it lands the command says so. */
 #pragma weak analyze_main

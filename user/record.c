@@ -41,6 +41,8 @@ struct session {
 	uint64_t spans_other; /* events with an unknown probe id */
 };
 
+uint64_t pmetrics_start_ns;
+
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig)
