@@ -106,19 +106,36 @@ $(OUT)/bpf $(OUT)/user $(OUT)/asan/user $(OUT)/tests $(OUT)/asan/tests $(OUT)/pr
 
 # ---- traced test programs (tests/progs) --------------------------------
 PROG_CFLAGS := -O1 -g -fno-inline -fno-optimize-sibling-calls -Wall -Wextra -Werror -pthread
-PROGS := $(OUT)/progs/spanprog $(OUT)/progs/spanprog-nopie $(OUT)/progs/libspanlib.so \
+PROGS := $(OUT)/progs/spanprog $(OUT)/progs/spanprog-nopie $(OUT)/progs/libspanlib.so.1 \
 	$(OUT)/progs/libprog $(OUT)/progs/demo
 
 $(OUT)/progs/spanprog: tests/progs/spanprog.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -fPIE -pie -o $@ $<
 $(OUT)/progs/spanprog-nopie: tests/progs/spanprog.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -fno-pie -no-pie -o $@ $<
-$(OUT)/progs/libspanlib.so: tests/progs/spanlib.c | $(OUT)/progs
+$(OUT)/progs/libspanlib.so.1: tests/progs/spanlib.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -fPIC -shared -Wl,-soname,libspanlib.so.1 -o $@ $<
-$(OUT)/progs/libprog: tests/progs/libprog.c $(OUT)/progs/libspanlib.so | $(OUT)/progs
+	$(Q)ln -sf libspanlib.so.1 $(OUT)/progs/libspanlib.so
+$(OUT)/progs/libprog: tests/progs/libprog.c $(OUT)/progs/libspanlib.so.1 | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(OUT)/progs -lspanlib -Wl,-rpath,'$$ORIGIN'
 $(OUT)/progs/demo: tests/progs/demo.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
+
+# ---- BEGIN resources ----
+# Resource sampler test programs (tests/progs/res_*.c): processes with a
+# known CPU/memory/churn behaviour, and res_sample, a driver running the
+# sampler's life cycle on its own (tests/integration/test_resources.sh).
+RES_PROGS := $(OUT)/progs/res_burn $(OUT)/progs/res_touch $(OUT)/progs/res_churn \
+	$(OUT)/progs/res_sample
+CHECK_EXTRA += $(RES_PROGS)
+BENCH_SCRIPTS += bench/resources.sh
+
+$(OUT)/progs/res_%: tests/progs/res_%.c | $(OUT)/progs
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
+$(OUT)/progs/res_sample: tests/progs/res_sample.c $(LIB_OBJS) | $(OUT)/progs
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(PM_CFLAGS) -o $@ $< $(LIB_OBJS) $(LIBS)
+# ---- END resources ----
 
 # ---- entry points ------------------------------------------------------
 deps:

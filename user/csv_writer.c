@@ -180,10 +180,12 @@ static int write_header(const char *dir, const char *data_name,
 
 	snprintf(path, sizeof(path), "%s/%s_headers", dir, data_name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	csv_row_begin(&row, layout);
+	/* formats.md gives the header line bare in both layouts, and
+	 * upstream writes it without a line end. */
+	(void)layout;
+	csv_row_begin(&row, CSV_LAYOUT_CONTEXT);
 	for (int i = 0; i < n_header; i++)
 		csv_row_str(&row, header[i]);
-	/* Upstream writes the header line without a line end. */
 	len = (int)row.len;
 
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

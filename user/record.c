@@ -37,6 +37,8 @@ struct session {
 	char created_dirs[8][PATH_MAX]; /* made by us: removed on a failed start */
 	int n_created_dirs;
 	int write_error;
+	uint64_t open_at_end;   /* calls still open when the capture ended */
+	uint64_t counters[SPAN_CNT_MAX]; /* loss counters at that moment */
 	uint64_t spans_seen;
 	uint64_t spans_other; /* events with an unknown probe id */
 };
@@ -381,10 +383,9 @@ static void print_state_summary(const struct session *s)
 
 static void print_summary(const struct session *s, const char *why, uint64_t elapsed_ns)
 {
-	uint64_t c[SPAN_CNT_MAX];
-	uint64_t open_calls = span_tracer_open_calls(s->spans);
+	const uint64_t *c = s->counters;
+	uint64_t open_calls = s->open_at_end;
 
-	span_tracer_counters(s->spans, c);
 	fprintf(stderr, "pmetrics: %s after %.2fs: %llu rows appended to %s\n", why,
 		(double)elapsed_ns / 1e9, (unsigned long long)csv_file_rows_written(s->csv),
 		csv_file_path(s->csv));
@@ -500,6 +501,10 @@ int record_run(const struct record_opts *opts)
 	started = monotonic_ns();
 	why = capture_loop(s);
 	drain(s);
+	/* before a launched command is stopped, whose open calls would
+	 * otherwise count as dying with their thread */
+	s->open_at_end = span_tracer_open_calls(s->spans);
+	span_tracer_counters(s->spans, s->counters);
 	stop_launched_command(s);
 	int flushed = csv_file_flush(s->csv);
 	if (flushed && !s->write_error)

@@ -37,3 +37,40 @@ fresh_dir() { local d; d=$(mktemp -d "$T_TMP/out.XXXXXX"); echo "$d"; }
 rows() { awk -F, -v s="$2" '$1 == s { n++ } END { print n + 0 }' "$1" 2>/dev/null; }
 
 now_ns() { date +%s%N; }
+
+# pm_start ARGS...: runs `pmetrics record -v ARGS` in the background and
+# waits until its probes are live. Sets PM_PID and PM_ERR (its stderr).
+pm_start() {
+	PM_ERR=$(mktemp "$T_TMP/pm.XXXXXX")
+	"$PMETRICS" record -v "$@" 2>"$PM_ERR" &
+	PM_PID=$!
+	for _ in $(seq 1 1000); do
+		grep -q "probes live" "$PM_ERR" && return 0
+		kill -0 "$PM_PID" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
+# pm_wait: waits for the background pmetrics (at most 30 s); returns its status.
+pm_wait() {
+	local i
+	for i in $(seq 1 300); do
+		kill -0 "$PM_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$PM_PID" 2>/dev/null && kill -KILL "$PM_PID"
+	wait "$PM_PID"
+}
+
+# durations_within FILE STATE MIN_NS MAX_NS: every STATE row's duration in range.
+durations_within() {
+	awk -F, -v s="$2" -v lo="$3" -v hi="$4" \
+		'$1 == s { n++; if ($3 < lo || $3 > hi) bad++ } END { exit !(n > 0 && bad == 0) }' "$1"
+}
+
+# starts_within FILE FROM_NS TO_NS: every row's start time inside the window.
+starts_within() {
+	awk -F, -v lo="$2" -v hi="$3" \
+		'{ n++; if ($2 < lo || $2 > hi) bad++ } END { exit !(n > 0 && bad == 0) }' "$1"
+}

@@ -163,6 +163,8 @@ static void discard_removes_only_new_files(void **state)
 	assert_non_null(mkdtemp(dir));
 	f = csv_file_open(dir, "data", header, 2, CSV_LAYOUT_ACTIVITY, err, sizeof(err));
 	assert_non_null(f);
+	snprintf(path, sizeof(path), "%s/data_headers", dir);
+	assert_string_equal(read_file(path), "a,b"); /* bare in both layouts */
 	csv_file_discard(f);
 	snprintf(path, sizeof(path), "%s/data", dir);
 	assert_int_not_equal(access(path, F_OK), 0);
