@@ -1,0 +1,331 @@
+/* Statistics and JavaScript-compatible number handling for analyze. */
+#include "analyze_stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void trend_add(struct trend_acc *t, double x, double y)
+{
+	double dx = x - t->mean_x;
+	double dy = y - t->mean_y;
+
+	t->n++;
+	t->mean_x += dx / (double)t->n;
+	t->mean_y += dy / (double)t->n;
+	/* (x - old mean) * (y - new mean): the exact co-moment update. */
+	t->m2x += dx * (x - t->mean_x);
+	t->m2y += dy * (y - t->mean_y);
+	t->cxy += dx * (y - t->mean_y);
+}
+
+double trend_pearson(const struct trend_acc *t)
+{
+	double r;
+
+	if (t->n < 2 || !(t->m2x > 0) || !(t->m2y > 0))
+		return NAN;
+	r = t->cxy / sqrt(t->m2x * t->m2y);
+	if (r > 1.0)
+		r = 1.0;
+	if (r < -1.0)
+		r = -1.0;
+	return r;
+}
+
+void trend_fit(const struct trend_acc *t, struct trend_slope *out)
+{
+	double resid, se, tq;
+
+	out->slope = out->intercept = out->ci_low = out->ci_high = NAN;
+	out->ok = t->n >= 2 && t->m2x > 0;
+	if (!out->ok)
+		return;
+	out->slope = t->cxy / t->m2x;
+	out->intercept = t->mean_y - out->slope * t->mean_x;
+	if (t->n < 3)
+		return;
+	resid = t->m2y - out->slope * t->cxy;
+	if (resid < 0)
+		resid = 0; /* rounding on a perfect fit */
+	se = sqrt(resid / (double)(t->n - 2) / t->m2x);
+	tq = student_t_quantile_upper(0.025, (double)(t->n - 2));
+	out->ci_low = out->slope - tq * se;
+	out->ci_high = out->slope + tq * se;
+}
+
+/* Continued fraction of the incomplete beta function, evaluated with the
+ * modified Lentz method; converges fast for x < (a+1)/(a+b+2). */
+static double beta_continued_fraction(double x, double a, double b)
+{
+	const double tiny = 1e-300, eps = 1e-16;
+	double c = 1.0, d, f, num, delta;
+	int m;
+
+	d = 1.0 - (a + b) * x / (a + 1.0);
+	if (fabs(d) < tiny)
+		d = tiny;
+	d = 1.0 / d;
+	f = d;
+	for (m = 1; m < 200000; m++) {
+		double two_m = 2.0 * m;
+
+		num = m * (b - m) * x / ((a + two_m - 1.0) * (a + two_m));
+		d = 1.0 + num * d;
+		d = fabs(d) < tiny ? 1.0 / tiny : 1.0 / d;
+		c = 1.0 + num / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		f *= d * c;
+		num = -(a + m) * (a + b + m) * x / ((a + two_m) * (a + two_m + 1.0));
+		d = 1.0 + num * d;
+		d = fabs(d) < tiny ? 1.0 / tiny : 1.0 / d;
+		c = 1.0 + num / c;
+		if (fabs(c) < tiny)
+			c = tiny;
+		delta = d * c;
+		f *= delta;
+		if (fabs(delta - 1.0) < eps)
+			break;
+	}
+	return f;
+}
+
+static double incomplete_beta_front(double x, double a, double b)
+{
+	double log_beta = lgamma(a) + lgamma(b) - lgamma(a + b);
+
+	return exp(a * log(x) + b * log1p(-x) - log_beta) / a;
+}
+
+double incomplete_beta(double x, double a, double b)
+{
+	if (isnan(x) || x <= 0.0)
+		return x == 0.0 ? 0.0 : NAN;
+	if (x >= 1.0)
+		return x == 1.0 ? 1.0 : NAN;
+	if (x < (a + 1.0) / (a + b + 2.0))
+		return incomplete_beta_front(x, a, b) * beta_continued_fraction(x, a, b);
+	return 1.0 - incomplete_beta_front(1.0 - x, b, a) *
+		beta_continued_fraction(1.0 - x, b, a);
+}
+
+/* Tail from x = df/(df+t^2) and its complement t^2/(df+t^2), both given
+ * so neither is computed as 1 - (something near 1). */
+static double t_tail_from_x(double x, double one_minus_x, double df)
+{
+	double a = df / 2.0, b = 0.5;
+
+	if (x <= 0.0)
+		return 0.0;
+	if (x < (a + 1.0) / (a + b + 2.0))
+		return 0.5 * incomplete_beta_front(x, a, b) *
+			beta_continued_fraction(x, a, b);
+	return 0.5 * (1.0 - incomplete_beta_front(one_minus_x, b, a) *
+		      beta_continued_fraction(one_minus_x, b, a));
+}
+
+double student_t_upper(double t, double df)
+{
+	double t2;
+
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (t < 0)
+		return 1.0 - student_t_upper(-t, df);
+	if (isinf(t))
+		return 0.0;
+	t2 = t * t;
+	return t_tail_from_x(df / (df + t2), t2 / (df + t2), df);
+}
+
+double student_t_quantile_upper(double p, double df)
+{
+	double lo = 0.0, hi = 1.0;
+	int i;
+
+	if (!(p > 0.0 && p < 0.5) || !(df > 0))
+		return NAN;
+	while (student_t_upper(hi, df) > p && hi < 1e300)
+		hi *= 2.0;
+	for (i = 0; i < 200 && hi - lo > 1e-15 * hi; i++) {
+		double mid = 0.5 * (lo + hi);
+
+		if (student_t_upper(mid, df) > p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return 0.5 * (lo + hi);
+}
+
+double p_value_exact(double r, uint64_t n)
+{
+	double df, ar;
+
+	if (n < 3 || isnan(r))
+		return NAN;
+	ar = fabs(r);
+	if (ar >= 1.0)
+		return 0.0;
+	df = (double)(n - 2);
+	/* With t = r sqrt(df/(1-r^2)): df/(df+t^2) = 1-r^2, exactly. */
+	return t_tail_from_x((1.0 - ar) * (1.0 + ar), ar * ar, df);
+}
+
+double p_value_upstream(double r, uint64_t n)
+{
+	double df = (double)n - 2.0;
+	double t = r * sqrt(df / (1.0 - r * r));
+	double x = df / (df + t * t);
+
+	return 0.5 * pow(x, df / 2.0);
+}
+
+double js_math_round(double x)
+{
+	double f;
+
+	if (!isfinite(x))
+		return x;
+	f = floor(x);
+	if (x - f >= 0.5)
+		f += 1.0;
+	if (f == 0.0 && (x < 0 || signbit(x)))
+		return -0.0;
+	return f;
+}
+
+double js_precise_round(double x, int dec)
+{
+	double scale = pow(10.0, dec);
+	double scaled = x * scale;
+	double nudged = scaled + (x >= 0 ? 1.0 : -1.0) * 0.0001;
+
+	return js_math_round(nudged) / scale;
+}
+
+/* Number::toString for |x| >= 1e21: the shortest digits that read back,
+ * in exponential form ("1e+21", "1.5e+300"). */
+static void js_exponential_string(double x, char *buf, size_t size)
+{
+	int prec;
+
+	if (isinf(x)) {
+		snprintf(buf, size, "%s", x < 0 ? "-Infinity" : "Infinity");
+		return;
+	}
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(buf, size, "%.*e", prec, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+}
+
+void js_to_fixed(double x, int digits, char *buf, size_t size)
+{
+	/* The exact decimal value of a double below 1e21 has at most 22
+	 * integer and 1074 fractional digits. */
+	char exact[1140];
+	char *dot, *p;
+	size_t keep;
+	int negative = x < 0;
+
+	if (isnan(x)) {
+		snprintf(buf, size, "NaN");
+		return;
+	}
+	if (fabs(x) >= 1e21) {
+		js_exponential_string(x, buf, size);
+		return;
+	}
+	snprintf(exact, sizeof(exact), "%.1080f", fabs(x));
+	dot = strchr(exact, '.');
+	keep = (size_t)(dot - exact) + (digits > 0 ? (size_t)digits + 1 : 0);
+	if (dot[digits + 1] >= '5') {
+		/* Round the kept digits up in magnitude, carrying left. */
+		for (p = exact + keep - 1; p >= exact; p--) {
+			if (*p == '.')
+				continue;
+			if (*p != '9') {
+				(*p)++;
+				break;
+			}
+			*p = '0';
+		}
+		if (p < exact) {
+			memmove(exact + 1, exact, keep);
+			exact[0] = '1';
+			keep++;
+		}
+	}
+	exact[keep] = '\0';
+	snprintf(buf, size, "%s%s", negative ? "-" : "", exact);
+}
+
+static size_t skip_js_space(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == ' ' || (c >= '\t' && c <= '\r')) {
+			i++;
+		} else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] == 0xa0) {
+			i += 2; /* U+00A0 */
+		} else if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb &&
+			   (unsigned char)s[i + 2] == 0xbf) {
+			i += 3; /* U+FEFF */
+		} else {
+			break;
+		}
+	}
+	return i;
+}
+
+static size_t scan_digits(const char *s, size_t i, size_t len)
+{
+	while (i < len && s[i] >= '0' && s[i] <= '9')
+		i++;
+	return i;
+}
+
+double js_parse_float(const char *s, size_t len)
+{
+	size_t start = skip_js_space(s, len), i = start, int_end, frac_end;
+	char small[128], *copy;
+	double v;
+	int negative = 0;
+
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		negative = s[i++] == '-';
+	if (len - i >= 8 && memcmp(s + i, "Infinity", 8) == 0)
+		return negative ? -INFINITY : INFINITY;
+	int_end = scan_digits(s, i, len);
+	frac_end = int_end;
+	if (int_end < len && s[int_end] == '.')
+		frac_end = scan_digits(s, int_end + 1, len);
+	if (int_end == i && frac_end <= int_end + 1)
+		return NAN; /* no digit at all */
+	i = frac_end;
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		size_t e = i + 1, e_end;
+
+		if (e < len && (s[e] == '+' || s[e] == '-'))
+			e++;
+		e_end = scan_digits(s, e, len);
+		if (e_end > e)
+			i = e_end;
+	}
+	copy = i - start < sizeof(small) ? small : malloc(i - start + 1);
+	if (!copy)
+		return NAN;
+	memcpy(copy, s + start, i - start);
+	copy[i - start] = '\0';
+	v = strtod(copy, NULL);
+	if (copy != small)
+		free(copy);
+	return v;
+}
