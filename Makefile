@@ -64,7 +64,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/asan/tests/%,$(UNIT_SRCS))
 # Hooks filled by the feature blocks below.
 CHECK_EXTRA :=
 BENCH_EXTRA :=
-BENCH_SCRIPTS :=
+BENCH_SCRIPTS := bench/spans.sh
 FUZZ_TARGETS :=
 FUZZ_SCRIPTS :=
 .DELETE_ON_ERROR:
@@ -121,21 +121,6 @@ $(OUT)/progs/libprog: tests/progs/libprog.c $(OUT)/progs/libspanlib.so.1 | $(OUT
 $(OUT)/progs/demo: tests/progs/demo.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
 
-# ---- BEGIN resources ----
-# Resource sampler test programs (tests/progs/res_*.c): processes with a
-# known CPU/memory/churn behaviour, and res_sample, a driver running the
-# sampler's life cycle on its own (tests/integration/test_resources.sh).
-RES_PROGS := $(OUT)/progs/res_burn $(OUT)/progs/res_touch $(OUT)/progs/res_churn \
-	$(OUT)/progs/res_sample
-CHECK_EXTRA += $(RES_PROGS)
-BENCH_SCRIPTS += bench/resources.sh
-
-$(OUT)/progs/res_%: tests/progs/res_%.c | $(OUT)/progs
-	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $<
-$(OUT)/progs/res_sample: tests/progs/res_sample.c $(LIB_OBJS) | $(OUT)/progs
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(PM_CFLAGS) -o $@ $< $(LIB_OBJS) $(LIBS)
-# ---- END resources ----
 
 # ---- entry points ------------------------------------------------------
 deps:

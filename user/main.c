@@ -11,8 +11,6 @@
 
 
 
-/* analyze is being written alongside; until it lands the command says so. */
-#pragma weak analyze_main
 
 static void usage(FILE *out)
 {
@@ -40,13 +38,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "record") == 0)
 		return record_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "analyze") == 0) {
-		if (!analyze_main) {
-			fprintf(stderr, "pmetrics: analyze is not in this build\n");
-			return 1;
-		}
+	if (strcmp(argv[1], "analyze") == 0)
 		return analyze_main(argc - 1, argv + 1);
-	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);

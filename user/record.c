@@ -211,6 +211,7 @@ static int load_tracer(struct session *s)
 		.follow_children = o->follow_children,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.btf_path = o->btf_path,
+		.empty_probes = o->bench_floor,
 	};
 	int ret = span_tracer_load(&s->spans, &topts);
 

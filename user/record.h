@@ -26,6 +26,7 @@ struct record_opts {
 	bool verbose;
 	const char *btf_path;       /* --btf: for kernels without BTF */
 	uint64_t ringbuf_bytes;
+	bool bench_floor;           /* --bench-floor: empty probes (make bench) */
 	bool resources;             /* --resources (issue 4) */
 	const char *resource_filters[32];
 	int n_resource_filters;

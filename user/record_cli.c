@@ -138,7 +138,7 @@ static int parse_ringbuf(const char *arg, uint64_t *bytes)
 }
 
 enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
-       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER };
+       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -152,6 +152,7 @@ static const struct option long_opts[] = {
 	{ "preset", required_argument, NULL, OPT_PRESET },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* bench only */
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -191,6 +192,9 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case OPT_RINGBUF:
 		if (parse_ringbuf(arg, &o->ringbuf_bytes))
 			return usage_error("bad --ringbuf-size '%s': MiB, a power of two from 1 to 1024", arg);
+		return 0;
+	case OPT_BENCH_FLOOR:
+		o->bench_floor = true;
 		return 0;
 	default:
 		return usage_error("%s", "unknown option");

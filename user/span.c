@@ -15,6 +15,7 @@
 
 struct span_tracer {
 	struct span_bpf *skel;
+	bool empty_probes;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
 };
@@ -32,6 +33,9 @@ int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *op
 		err = -errno;
 		goto fail;
 	}
+	t->empty_probes = opts->empty_probes;
+	bpf_program__set_autoload(t->skel->progs.span_enter_empty, opts->empty_probes);
+	bpf_program__set_autoload(t->skel->progs.span_exit_empty, opts->empty_probes);
 	t->skel->rodata->follow_children = opts->follow_children;
 	/* wake the consumer only once half the ring is used */
 	t->skel->rodata->wakeup_bytes = opts->ringbuf_bytes / 2;
@@ -86,13 +90,18 @@ int span_tracer_attach_probe(struct span_tracer *t, uint32_t probe_id,
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = probe_id);
 	int err;
 
+	struct bpf_program *enter = t->empty_probes ? t->skel->progs.span_enter_empty
+						    : t->skel->progs.span_enter;
+	struct bpf_program *exit = t->empty_probes ? t->skel->progs.span_exit_empty
+						   : t->skel->progs.span_exit;
+
 	opts.retprobe = false;
-	err = keep_link(t, bpf_program__attach_uprobe_opts(t->skel->progs.span_enter,
+	err = keep_link(t, bpf_program__attach_uprobe_opts(enter,
 							   pid_filter, path, (size_t)offset, &opts));
 	if (err)
 		return err;
 	opts.retprobe = true;
-	return keep_link(t, bpf_program__attach_uprobe_opts(t->skel->progs.span_exit,
+	return keep_link(t, bpf_program__attach_uprobe_opts(exit,
 							    pid_filter, path, (size_t)offset, &opts));
 }
 

@@ -14,6 +14,7 @@ struct span_tracer_opts {
 	bool follow_children;
 	uint64_t ringbuf_bytes; /* power of two */
 	const char *btf_path;   /* NULL: the running kernel's */
+	bool empty_probes;      /* benchmark floor: probes that do nothing */
 };
 
 /* open + set read-only data + load. Returns 0 or -errno. */

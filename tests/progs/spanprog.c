@@ -10,6 +10,8 @@
  *   spanprog [-w GOFILE] loop MS            pm_sleep_ms(MS) until killed
  *   spanprog [-w GOFILE] exitmid MS         exit() while pm_block() runs
  *   spanprog [-w GOFILE] calls N            N calls of the empty pm_empty()
+ *   spanprog [-w GOFILE] timed N            the same, printing ns per call
+ *   spanprog [-w GOFILE] rate N SECONDS     N pm_empty() calls a second
  *
  * With -w the work starts only once GOFILE exists, so a test can attach
  * first and then let it go. */
@@ -127,7 +129,20 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "calls") == 0)
 		for (int i = 0; i < x; i++)
 			pm_empty();
-	else if (strcmp(mode, "first") != 0)
+	else if (strcmp(mode, "timed") == 0) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int i = 0; i < x; i++)
+			pm_empty();
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("%.1f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (x ? x : 1));
+	} else if (strcmp(mode, "rate") == 0) {
+		for (int ms = 0; ms < y * 1000; ms++) {
+			for (int i = 0; i < x / 1000; i++)
+				pm_empty();
+			pm_sleep_ms(1);
+		}
+	} else if (strcmp(mode, "first") != 0)
 		return 2;
 	return 0;
 }

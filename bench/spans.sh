@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Per-call cost of a traced native call, as ratios measured in this run:
+# untraced vs the empty uprobe+uretprobe pair (the floor) vs pmetrics vs
+# bpftrace and libbpf-tools' funclatency on the same function. Then the
+# loader's CPU time and peak RSS while it writes 10,000 spans/s.
+set -u
+build=$1
+sp="$build/progs/spanprog"
+calls=${BENCH_CALLS:-200000}
+rounds=${BENCH_ROUNDS:-3}
+out=$(mktemp -d /tmp/pmetrics-bench.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+bash .ci/install-deps time >/dev/null 2>&1 || true
+bash .ci/install-deps bpftrace >/dev/null 2>&1 || true
+bash .ci/install-deps libbpf-tools >/dev/null 2>&1 || true
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+run() { # prints ns per call for one method
+	case $1 in
+	untraced) "$sp" timed "$calls" ;;
+	floor) ./pmetrics record -o "$out" --bench-floor --probe E=:pm_empty -- "$sp" timed "$calls" 2>/dev/null ;;
+	pmetrics) ./pmetrics record -o "$out" --probe E=:pm_empty -- "$sp" timed "$calls" 2>/dev/null ;;
+	bpftrace)
+		"$sp" -w "$out/go" timed "$calls" >"$out/bt.out" & local t=$!
+		bpftrace -p $t -e "uprobe:$sp:pm_empty { @s[tid] = nsecs; } uretprobe:$sp:pm_empty /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }" >/dev/null 2>&1 & local b=$!
+		sleep 3; touch "$out/go"; wait $t; kill -INT $b; wait $b 2>/dev/null; rm -f "$out/go"
+		cat "$out/bt.out" ;;
+	funclatency)
+		"$sp" -w "$out/go" timed "$calls" >"$out/fl.out" & local t=$!
+		funclatency -p $t "$sp:pm_empty" >/dev/null 2>&1 & local f=$!
+		sleep 2; touch "$out/go"; wait $t; kill -INT $f; wait $f 2>/dev/null; rm -f "$out/go"
+		cat "$out/fl.out" ;;
+	esac
+}
+
+methods="untraced floor pmetrics"
+command -v bpftrace >/dev/null && methods="$methods bpftrace"
+command -v funclatency >/dev/null && methods="$methods funclatency"
+declare -A samples
+for r in $(seq 1 "$rounds"); do
+	for m in $methods; do samples[$m]+="$(run $m | tail -n 1) "; done
+done
+echo "per traced call of an empty function ($calls calls, median of $rounds rounds, interleaved):"
+floor=$(echo ${samples[floor]} | tr ' ' '\n' | median)
+for m in $methods; do
+	v=$(echo ${samples[$m]} | tr ' ' '\n' | median)
+	if [ "$m" != untraced ] && awk -v a="$v" -v b="$floor" 'BEGIN { exit !(a < b / 2) }'; then
+		echo "  $m: did not attach here (call cost $v ns = untraced), no figure"; continue
+	fi
+	printf '  %-12s %9.1f ns/call   %6.3fx the empty-probe floor\n' "$m" "$v" "$(awk -v a="$v" -v b="$floor" 'BEGIN { print a / b }')"
+done
+for m in bpftrace funclatency; do command -v $m >/dev/null || echo "  $m: skipped (not installable here)"; done
+
+echo
+echo "loader during a capture of about 10,000 spans/s for 5 s:"
+if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f '%U %S %M' -o "$out/time" ./pmetrics record -o "$out" \
+		--probe S=:pm_empty -- "$sp" rate 10000 5 2>"$out/err" >/dev/null
+	read -r u s rss <"$out/time"
+	n=$(grep -o '[0-9]* rows appended' "$out/err" | cut -d' ' -f1)
+	printf '  %s spans in 5 s; loader CPU %.2f s user + %.2f s sys = %.1f%% of one core; peak RSS %d KiB\n' \
+		"$n" "$u" "$s" "$(awk -v u="$u" -v s="$s" 'BEGIN { print (u + s) / 5 * 100 }')" "$rss"
+else
+	echo "  skipped: /usr/bin/time (Debian time) not installable"
+fi
+echo "  binary size: $(stat -c %s pmetrics) bytes ($(ldd pmetrics | grep -cE 'libbpf|libelf|libz|json') of libbpf/libelf/zlib/json-c linked dynamically)"
