@@ -28,12 +28,29 @@ struct resource_opts {
 	bool follow_children;
 	enum csv_layout layout;
 	bool verbose;
+	/* Filters came from the environment or --process-filter. With a
+	 * root_pid they then narrow the target tree; without, the whole tree
+	 * is sampled whatever its command lines. */
+	bool filters_set;
+	bool filters_from_flags; /* set by resource_opts_add_filter() */
 };
 
 /* Fills OPTS with upstream defaults overridden by the
  * OT_SYSTEM_RESOURCE_TRACKER_* environment variables. Returns 0, or -1
  * with a one-line reason in err (the same rejections as upstream). */
 int resource_opts_from_env(struct resource_opts *opts, char *err, size_t errlen);
+
+/* --process-filter GLOB: the first call drops the filters from the
+ * environment (flags override), later calls add. GLOB must outlive OPTS.
+ * Returns 0, or -1 with a one-line reason in err. */
+int resource_opts_add_filter(struct resource_opts *opts, const char *glob,
+			     char *err, size_t errlen);
+/* --interval SECONDS: a number >= 1.0, optionally followed by "s"
+ * ("10", "2.5", "10s"). Returns 0, or -1 with a one-line reason in err. */
+int resource_opts_set_interval(struct resource_opts *opts, const char *text,
+			       char *err, size_t errlen);
+/* Whether COMMAND matches one of the filters (Python fnmatch semantics). */
+bool resource_command_matches(const struct resource_opts *opts, const char *command);
 
 struct resource_sampler;
 
@@ -46,6 +63,27 @@ uint64_t resource_sampler_next_due_ns(const struct resource_sampler *s);
 /* Samples every matching process once and writes the rows. */
 int resource_sampler_poll(struct resource_sampler *s);
 void resource_sampler_summary(const struct resource_sampler *s, FILE *out);
+
+/* What the sampler did so far (the summary prints it). */
+struct resource_stats {
+	uint64_t polls;
+	uint64_t rows;            /* system_resource_data rows */
+	uint64_t processes_seen;  /* distinct (pid, start, exec) seen */
+	uint64_t unreadable;      /* command line could not be read: skipped */
+	uint64_t pid_reused;      /* pid changed hands while reading: skipped */
+	uint64_t zombies;         /* process-polls skipped as zombie/exiting */
+	uint64_t no_leader;       /* threads whose leader was not in the pass */
+	uint64_t rows_too_long;
+	uint64_t write_errors;
+	uint64_t failed_polls;    /* iterator read failed: poll lost */
+	uint64_t poll_cpu_ns;     /* sampler thread CPU time over all polls */
+	uint64_t threads_last;    /* threads in the last pass */
+};
+const struct resource_stats *resource_sampler_stats(const struct resource_sampler *s);
+
+/* The command field: cut to 4096 bytes; in the context layout quoted
+ * RFC-4180 style when it holds ',', '"', CR or LF. */
+void resource_csv_command(struct csv_row *row, const char *command);
 void resource_sampler_close(struct resource_sampler *s);
 
 #endif
