@@ -53,15 +53,29 @@ done
 for m in bpftrace funclatency; do command -v $m >/dev/null || echo "  $m: skipped (not installable here)"; done
 
 echo
-echo "loader during a capture of about 10,000 spans/s for 5 s:"
-if [ -x /usr/bin/time ]; then
-	/usr/bin/time -f '%U %S %M' -o "$out/time" ./pmetrics record -o "$out" \
-		--probe S=:pm_empty -- "$sp" rate 10000 5 2>"$out/err" >/dev/null
+# loader_run NAME ARGS...: spanprog ARGS traced by --pid (so the target's
+# own CPU time is not counted as the loader's); prints spans, CPU s, RSS KiB, lost
+loader_run() {
+	rm -f "$out/go" "$out/robot_context_data"
+	"$sp" -w "$out/go" "$@" & local t=$!
+	/usr/bin/time -f '%U %S %M' -o "$out/time" ./pmetrics record -v -o "$out" --pid $t \
+		--probe S=:pm_empty 2>"$out/err" & local p=$!
+	for _ in $(seq 1 500); do grep -q "probes live" "$out/err" && break; sleep 0.01; done
+	touch "$out/go"; wait $t; wait $p
 	read -r u s rss <"$out/time"
-	n=$(grep -o '[0-9]* rows appended' "$out/err" | cut -d' ' -f1)
-	printf '  %s spans in 5 s; loader CPU %.2f s user + %.2f s sys = %.1f%% of one core; peak RSS %d KiB\n' \
-		"$n" "$u" "$s" "$(awk -v u="$u" -v s="$s" 'BEGIN { print (u + s) / 5 * 100 }')" "$rss"
+	echo "$(wc -l <"$out/robot_context_data") $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') $rss $(grep -o '[0-9]* (ring buffer full)' "$out/err" | cut -d' ' -f1)"
+}
+if [ -x /usr/bin/time ]; then
+	echo "loader during a capture of about 10,000 spans/s for 5 s (--pid):"
+	read -r n cpu rss lost < <(loader_run rate 10000 5)
+	printf '  %s spans; loader CPU %.2f s = %.1f%% of one core; peak RSS %d KiB; lost %s\n' \
+		"$n" "$cpu" "$(awk -v c="$cpu" 'BEGIN { print c / 5 * 100 }')" "$rss" "$lost"
+	echo "drain: a burst of 1,000,000 calls as fast as the target can make them:"
+	read -r n cpu rss lost < <(loader_run calls 1000000)
+	printf '  %s rows, lost %s; loader CPU %.2f s = %.0f spans per CPU-second; peak RSS %d KiB\n' \
+		"$n" "$lost" "$cpu" "$(awk -v n="$n" -v c="$cpu" 'BEGIN { print n / (c > 0 ? c : 1) }')" "$rss"
+	echo "  default ring (8 MiB, 40 bytes a span) holds a burst of $(( (8 << 20) / 40 )) spans while the loader sleeps"
 else
-	echo "  skipped: /usr/bin/time (Debian time) not installable"
+	echo "  loader figures skipped: /usr/bin/time (Debian time) not installable"
 fi
 echo "  binary size: $(stat -c %s pmetrics) bytes ($(ldd pmetrics | grep -cE 'libbpf|libelf|libz|json') of libbpf/libelf/zlib/json-c linked dynamically)"
