@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# pmetrics analyze on generated exports whose results are known by hand
+# (tests/integration/gen_reports.py: memory linear in uptime).
+source "$ROOT/tests/integration/lib.sh"
+GEN="$ROOT/tests/integration/gen_reports.py"
+PY=$(command -v python3 || true)
+if [ -z "$PY" ]; then t_begin analyze; t_skip "python3 needed to generate the inputs"; exit 0; fi
+
+NA='"N/A - Not enough data available."'
+# bucket_block INDENT 0-20 20-40 ... 240+ : the averageMemoryMbByUptime object
+buckets() {
+	local labels=(0-20hrs 20-40hrs 40-60hrs 60-80hrs 80-120hrs 120-240hrs 240+hrs) i=0 v sep
+	for v in "$@"; do
+		sep=,; [ $i -eq 6 ] && sep=
+		[ "$v" = - ] && v=$NA || v="\"$v\""
+		printf '        "%s": %s%s\n' "${labels[$i]}" "$v" "$sep"; i=$((i + 1))
+	done
+}
+key() { # NAME r n interpretation buckets... ; LAST=1 for no trailing comma
+	local name=$1 r=$2 n=$3 interp=$4; shift 4
+	printf '    "%s": {\n      "correlation": "%s",\n      "sampleSize": %s,\n      "interpretation": "%s",\n      "averageMemoryMbByUptime": {\n' "$name" "$r" "$n" "$interp"
+	buckets "$@"
+	printf '      }\n    }%s\n' "${LAST:+}$([ -z "${LAST:-}" ] && echo ,)"
+}
+HEADER='ODD Available Memory and Processes with Increasing Memory Trend or Selectively Observed by Version (Rolling 1 Month Analysis Window):'
+POS="Strong positive correlation (>0.7)"; NEG="Strong negative correlation (>0.7)"
+
+"$PY" "$GEN" 40 0.5 >"$T_TMP/d.jsonl"
+{
+	echo "$HEADER"; echo '{'; echo '  "8.2.0": {'
+	key robot-server-uvicorn-processes 1.0000 40 "$POS" 109.75 - - - - - -
+	key app-renderer-processes -1.0000 40 "$NEG" 48.05 - - - - - -
+	LAST=1 key odd-available-memory -1.0000 40 "$NEG" 980.50 - - - - - -
+	echo '  },'; echo '  "8.1.0": "N/A - No data available"'; echo '}'
+} >"$T_TMP/want"
+
+t_begin "upstream JSON byte for byte: aggregation, dropped names, negative filter, version with no data"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl" >"$T_TMP/got" 2>"$T_TMP/err"
+if cmp -s "$T_TMP/got" "$T_TMP/want"; then t_pass; else t_fail "$(diff "$T_TMP/want" "$T_TMP/got" | head -10)"; fi
+
+t_begin "gzip input and stdin give the same bytes"
+gzip -c "$T_TMP/d.jsonl" >"$T_TMP/d.jsonl.gz"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl.gz" >"$T_TMP/gz" 2>/dev/null
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 - <"$T_TMP/d.jsonl" >"$T_TMP/stdin" 2>/dev/null
+if cmp -s "$T_TMP/gz" "$T_TMP/want" && cmp -s "$T_TMP/stdin" "$T_TMP/want"; then t_pass; else t_fail "differs"; fi
+
+t_begin "n = 29: process keys with fewer than 30 samples are dropped; n = 30 kept"
+"$PY" "$GEN" 29 0.5 >"$T_TMP/d29.jsonl"; "$PY" "$GEN" 30 0.5 >"$T_TMP/d30.jsonl"
+"$PMETRICS" analyze "$T_TMP/d29.jsonl" >"$T_TMP/o29" 2>/dev/null
+"$PMETRICS" analyze "$T_TMP/d30.jsonl" >"$T_TMP/o30" 2>/dev/null
+if ! grep -q uvicorn "$T_TMP/o29" && grep -q '"sampleSize": 30' "$T_TMP/o30" && grep -q uvicorn "$T_TMP/o30"
+then t_pass; else t_fail "$(head -5 "$T_TMP/o29")"; fi
+
+t_begin "bucket edges: uptime 20.0 counts in 20-40hrs, 240.0 in 240+hrs"
+"$PY" "$GEN" 30 0.5 20.0 >"$T_TMP/e20.jsonl"; "$PY" "$GEN" 30 0.5 240.0 >"$T_TMP/e240.jsonl"
+"$PMETRICS" analyze "$T_TMP/e20.jsonl" >"$T_TMP/o20" 2>/dev/null
+"$PMETRICS" analyze "$T_TMP/e240.jsonl" >"$T_TMP/o240" 2>/dev/null
+if grep -A3 '"robot-server' "$T_TMP/o20" >/dev/null && grep -q '"0-20hrs": "N/A' "$T_TMP/o20" &&
+	grep -q '"20-40hrs": "127.25"' "$T_TMP/o20" && grep -q '"240+hrs": "347.25"' "$T_TMP/o240" &&
+	grep -q '"120-240hrs": "N/A' "$T_TMP/o240"
+then t_pass; else t_fail "$(grep -E '20-40|240\+' "$T_TMP/o20" "$T_TMP/o240" | head -4)"; fi
+
+t_begin "malformed lines and a truncated gzip: skipped and counted, the usable data still analysed"
+{ head -c 300 "$T_TMP/d.jsonl"; echo; echo 'not json'; echo '{"event":"resourceMonitorReport","properties":{"systemUptimeHrs":"NaNx"}}'; cat "$T_TMP/d.jsonl"; } >"$T_TMP/bad.jsonl"
+head -c 2000 "$T_TMP/d.jsonl.gz" >"$T_TMP/trunc.gz"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/bad.jsonl" >"$T_TMP/ob" 2>"$T_TMP/eb"; rc1=$?
+"$PMETRICS" analyze "$T_TMP/trunc.gz" >/dev/null 2>"$T_TMP/et"; rc2=$?
+if [ $rc1 -eq 0 ] && cmp -s "$T_TMP/ob" "$T_TMP/want" && [ -s "$T_TMP/eb" ] && [ $rc2 -le 1 ]; then t_pass
+else t_fail "rc $rc1/$rc2: $(cat "$T_TMP/eb" "$T_TMP/et" | head -3)"; fi
+
+t_begin "nothing usable: exit 1 with a one-line reason"
+printf 'garbage\n' >"$T_TMP/g.jsonl"; : >"$T_TMP/empty.jsonl"
+"$PMETRICS" analyze "$T_TMP/g.jsonl" >/dev/null 2>"$T_TMP/eg"; rc1=$?
+"$PMETRICS" analyze "$T_TMP/empty.jsonl" >/dev/null 2>/dev/null; rc2=$?
+if [ $rc1 -eq 1 ] && [ $rc2 -eq 1 ] && grep -q "no usable samples" "$T_TMP/eg"; then t_pass; else t_fail "rc $rc1/$rc2"; fi
