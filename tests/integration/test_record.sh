@@ -155,26 +155,27 @@ if pm_start -o "$out" --pid $target --probe BLOCK=:pm_block; then
 	then t_pass; else t_fail "rc $rc: $(cat "$PM_ERR" | grep -v libbpf)"; fi
 else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
 
+# stops_cleanly SIGNAL WORD SECONDS MIN_ROWS: SIGNAL after SECONDS of a
+# --pid capture ends it with exit 0, at least MIN_ROWS rows and the
+# summary's first line saying WORD (no traceback-like noise).
+stops_cleanly() {
+	local sig=$1 word=$2 secs=$3 min=$4 n rc
+	out=$(fresh_dir)
+	"$SP" loop 5 & target=$!
+	sleep 0.1
+	if pm_start -o "$out" --pid $target --probe SLEEP=:pm_sleep_ms; then
+		sleep "$secs"; kill -"$sig" $PM_PID; pm_wait; rc=$?; kill $target; wait $target 2>/dev/null
+		n=$(rows "$out/robot_context_data" SLEEP)
+		if [ $rc -eq 0 ] && [ "$n" -ge "$min" ] && grep -q "^pmetrics: $word" "$PM_ERR"; then t_pass
+		else t_fail "rc $rc, $n rows"; fi
+	else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
+}
+
 t_begin "SIGTERM stops cleanly: exit 0, rows written, no noise"
-out=$(fresh_dir)
-"$SP" loop 5 & target=$!
-sleep 0.1
-if pm_start -o "$out" --pid $target --probe SLEEP=:pm_sleep_ms; then
-	sleep 0.5; kill -TERM $PM_PID; pm_wait; rc=$?; kill $target; wait $target 2>/dev/null
-	n=$(rows "$out/robot_context_data" SLEEP)
-	if [ $rc -eq 0 ] && [ "$n" -ge 20 ] && grep -q "^pmetrics: terminated" "$PM_ERR"; then t_pass
-	else t_fail "rc $rc, $n rows"; fi
-else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
+stops_cleanly TERM terminated 0.5 20
 
 t_begin "Ctrl-C (SIGINT) stops cleanly too"
-out=$(fresh_dir)
-"$SP" loop 5 & target=$!
-sleep 0.1
-if pm_start -o "$out" --pid $target --probe SLEEP=:pm_sleep_ms; then
-	sleep 0.3; kill -INT $PM_PID; pm_wait; rc=$?; kill $target; wait $target 2>/dev/null
-	if [ $rc -eq 0 ] && [ "$(rows "$out/robot_context_data" SLEEP)" -ge 10 ] && grep -q "^pmetrics: interrupted" "$PM_ERR"
-	then t_pass; else t_fail "rc $rc"; fi
-else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
+stops_cleanly INT interrupted 0.3 10
 
 t_begin "rows reach the file at least once a second during a capture"
 out=$(fresh_dir)
