@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Command line of `pmetrics record`. */
 #include "record.h"
+#include "python_probe.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -89,6 +90,11 @@ static int add_probe(struct record_opts *o, const char *arg)
 	p = &o->probes[o->n_probes];
 	if (probe_spec_parse(arg, p, err, sizeof(err)) != 0)
 		return usage_error("%s", err);
+	if (p->kind == PROBE_PYTHON) {
+		struct py_probe py = { .module = p->binary, .qualname = p->symbol };
+		if (pyspan_probe_check(&py, err, sizeof(err)))
+			return usage_error("%s", err);
+	}
 	for (int i = 0; i < o->n_probes; i++)
 		if (strcmp(o->probes[i].state, p->state) == 0 &&
 		    strcmp(o->probes[i].target, p->target) == 0)
