@@ -1,0 +1,113 @@
+"""Purpose-built traced program for pmetrics' Python span tests.
+
+usage: scenario.py SCENARIO...
+  (robot, sync, threads, loops, wait-for PATH, bench N)
+Each scenario's expected rows are listed in its function's docstring;
+tests/integration/test_python.sh checks them.
+"""
+import asyncio
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from robot_server.protocols.protocol_analyzer import ProtocolAnalyzer  # noqa: E402
+from robot_server.protocols import router  # noqa: E402
+from pmtest import other, work  # noqa: E402
+
+
+async def robot():
+    """ANALYZING_PROTOCOL rows: 200 ms (awaited), 300 ms and 100 ms
+    (interleaved tasks), 50 ms (raises); GETTING_CACHED_ANALYSIS: 3 quick
+    rows. The other module's same-named coroutines give nothing."""
+    analyzer = ProtocolAnalyzer()
+    await analyzer.analyze(0.2)
+    await asyncio.gather(analyzer.analyze(0.3), analyzer.analyze(0.1))
+    try:
+        await analyzer.analyze(0.05, fail=True)
+    except RuntimeError:
+        pass
+    for _ in range(3):
+        await router.create_protocol({"k": 1}, "k")
+    await other.ProtocolAnalyzer().analyze(0.05)
+    await other.analyze(0.05)
+
+
+def sync():
+    """CRUNCH rows: 3 of 50 ms, called from Python code. Busy.crunch and
+    other.crunch give nothing."""
+    for _ in range(3):
+        work.crunch(0.05)
+    work.Busy().crunch(0.05)
+    other.crunch(0.05)
+
+
+def threads():
+    """CRUNCH rows: 8 of 50 ms, from a pool of 4 threads."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(work.crunch, [0.05] * 8))
+
+
+def loops():
+    """ANALYZING_PROTOCOL rows: 2 of 100 ms, one per thread, each thread
+    running its own event loop with analyze as the task's coroutine."""
+    import threading
+
+    analyzer = ProtocolAnalyzer()
+    ts = [threading.Thread(target=asyncio.run, args=(analyzer.analyze(0.1),))
+          for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def wait_for(path):
+    """No rows: polls until PATH exists (lets a test attach with --pid)."""
+    import time
+
+    print("waiting", flush=True)
+    while not os.path.exists(path):
+        time.sleep(0.01)
+
+
+def bench(n):
+    """n calls of a tiny function; prints ns per call."""
+    import time
+
+    def tiny(x):
+        return x
+
+    t0 = time.perf_counter_ns()
+    for i in range(n):
+        tiny(i)
+    t1 = time.perf_counter_ns()
+    print(f"ns_per_call {(t1 - t0) / n:.1f}")
+
+
+def main(argv):
+    i = 0
+    while i < len(argv):
+        name = argv[i]
+        if name == "robot":
+            asyncio.run(robot())
+        elif name == "sync":
+            sync()
+        elif name == "threads":
+            threads()
+        elif name == "loops":
+            loops()
+        elif name == "wait-for":
+            i += 1
+            wait_for(argv[i])
+        elif name == "bench":
+            i += 1
+            bench(int(argv[i]))
+        else:
+            sys.exit(f"unknown scenario {name}")
+        i += 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
