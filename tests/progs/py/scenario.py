@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, loops, wait-for PATH, bench N)
+  (robot, sync, threads, loops, wait-for PATH, bench call|map|decorated N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -72,16 +72,42 @@ def wait_for(path):
         time.sleep(0.01)
 
 
-def bench(n):
-    """n calls of a tiny function; prints ns per call."""
+def tiny(x):
+    """The benchmarked call: does nothing."""
+    return x
+
+
+def track(state, store):
+    """The seed's decorator approach: wall-clock start, a monotonic
+    duration, one list append per call."""
     import time
 
-    def tiny(x):
-        return x
+    def wrap(func):
+        def tracked(*args, **kwargs):
+            start = time.time_ns()
+            t0 = time.perf_counter_ns()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                store.append((state, start, time.perf_counter_ns() - t0))
+        return tracked
+    return wrap
 
+
+def bench(kind, n):
+    """n calls of tiny, from Python ("call"), from C ("map"), or through
+    the decorator ("decorated"); prints ns per call."""
+    import time
+
+    store = []
+    fn = track("TINY", store)(tiny) if kind == "decorated" else tiny
     t0 = time.perf_counter_ns()
-    for i in range(n):
-        tiny(i)
+    if kind == "map":
+        for _ in map(fn, range(n)):
+            pass
+    else:
+        for i in range(n):
+            fn(i)
     t1 = time.perf_counter_ns()
     print(f"ns_per_call {(t1 - t0) / n:.1f}")
 
@@ -102,8 +128,8 @@ def main(argv):
             i += 1
             wait_for(argv[i])
         elif name == "bench":
-            i += 1
-            bench(int(argv[i]))
+            bench(argv[i + 1], int(argv[i + 2]))
+            i += 2
         else:
             sys.exit(f"unknown scenario {name}")
         i += 1
