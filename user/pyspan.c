@@ -5,6 +5,7 @@
 #include "pyspan_event.h"
 #include "python_elf.h"
 #include "python_probe.h"
+#include "percpu_counter.h"
 #include "elf_symbols.h"
 #include "span.h"
 #include "pyspan.skel.h"
@@ -314,29 +315,14 @@ int pyspan_ringbuf_fd(const struct pyspan *p)
 	return bpf_map__fd(p->skel->maps.py_events);
 }
 
-/* Sum over CPUs of one per-CPU counter. */
-static __u64 percpu_sum(int fd, __u32 key)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *vals, sum = 0;
-
-	if (ncpu <= 0 || !(vals = calloc((size_t)ncpu, sizeof(*vals))))
-		return 0;
-	if (bpf_map_lookup_elem(fd, &key, vals) == 0)
-		for (int i = 0; i < ncpu; i++)
-			sum += vals[i];
-	free(vals);
-	return sum;
-}
-
 __u64 pyspan_counter(const struct pyspan *p, __u32 which)
 {
-	return percpu_sum(bpf_map__fd(p->skel->maps.counters), which);
+	return percpu_counter_sum(bpf_map__fd(p->skel->maps.counters), which);
 }
 
 __u64 pyspan_probe_counter(const struct pyspan *p, int idx, __u32 kind)
 {
-	return percpu_sum(bpf_map__fd(p->skel->maps.probe_counters),
+	return percpu_counter_sum(bpf_map__fd(p->skel->maps.probe_counters),
 			  (__u32)idx * PYSPAN_PC_MAX + kind);
 }
 
