@@ -17,6 +17,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 targ_tgid = 0;
 const volatile __u32 n_probes = 0;
+const volatile __u32 hook_mode = PYSPAN_HOOK_CALLS;
 const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
 
@@ -32,6 +33,7 @@ const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
 struct pending_call {
 	__u64 sp;       /* stack pointer at entry: identifies the return */
 	__u64 frame;    /* coroutine key (frame address) */
+	__u64 gen;      /* coroutine hook: the generator object */
 	__u64 start_ns; /* plain calls */
 	__u32 idx;      /* probe index */
 	__u32 is_gen;
@@ -379,13 +381,37 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 	return true;
 }
 
+/* Remembers a matched call until the return probe with the same stack
+ * pointer sees it end. */
+static __always_inline void push_pending(struct pt_regs *ctx, __u32 tid, __u64 frame, __u64 gen,
+					 __u64 now, __u32 idx, bool is_gen)
+{
+	struct thread_calls *t = thread_stack(tid);
+	struct pending_call *slot;
+
+	if (!t)
+		return;
+	if (t->depth >= SPAN_MAX_DEPTH) {
+		/* The kernel drops return probes at this depth too. A
+		 * coroutine keeps its start and may still finish later. */
+		count(SPAN_CNT_DEPTH_OVERFLOW);
+		return;
+	}
+	slot = &t->call[t->depth & (SPAN_MAX_DEPTH - 1)];
+	slot->sp = PT_REGS_SP(ctx);
+	slot->frame = frame;
+	slot->gen = gen;
+	slot->start_ns = now;
+	slot->idx = idx;
+	slot->is_gen = is_gen;
+	t->depth++;
+}
+
 SEC("uprobe")
 int py_entry(struct pt_regs *ctx)
 {
 	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pending_call *slot;
-	struct thread_calls *t;
 	__u32 *cached, value, idx;
 	bool is_gen;
 	struct code_key key;
@@ -415,22 +441,7 @@ int py_entry(struct pt_regs *ctx)
 	} else {
 		count_probe(idx, PYSPAN_PC_ENTRIES);
 	}
-	t = thread_stack(tid);
-	if (!t)
-		return 0;
-	if (t->depth >= SPAN_MAX_DEPTH) {
-		/* The kernel drops return probes at this depth too. A
-		 * coroutine keeps its start and may still finish later. */
-		count(SPAN_CNT_DEPTH_OVERFLOW);
-		return 0;
-	}
-	slot = &t->call[t->depth & (SPAN_MAX_DEPTH - 1)];
-	slot->sp = PT_REGS_SP(ctx);
-	slot->frame = frame;
-	slot->start_ns = now;
-	slot->idx = idx;
-	slot->is_gen = is_gen;
-	t->depth++;
+	push_pending(ctx, tid, frame, 0, now, idx, is_gen);
 	return 0;
 }
 
@@ -443,7 +454,8 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 		emit(c->start_ns, now, c->idx, tid, true);
 		return;
 	}
-	if (suspended(frame))
+	/* The step function releases a finished generator's frame. */
+	if (c->gen ? read_ptr(c->gen + layout.gen_frame) != 0 : suspended(frame))
 		return;
 	open = bpf_map_lookup_elem(&open_coros, &frame);
 	if (!open) {
@@ -454,8 +466,7 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 	bpf_map_delete_elem(&open_coros, &frame);
 }
 
-SEC("uretprobe")
-int py_return(struct pt_regs *ctx)
+static __always_inline int pop_pending(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
@@ -484,6 +495,48 @@ int py_return(struct pt_regs *ctx)
 	return 0;
 }
 
+SEC("uretprobe")
+int py_return(struct pt_regs *ctx)
+{
+	return pop_pending(ctx);
+}
+
+/* Coroutine hook (3.8-3.10): every step of a generator or coroutine goes
+ * through the interpreter's gen_send_ex(2)(gen, ...); plain calls never do. */
+SEC("uprobe")
+int py_gen_entry(struct pt_regs *ctx)
+{
+	__u64 gen = PT_REGS_PARM1(ctx), frame, code;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 *cached, value, idx;
+	struct code_key key;
+	__u64 now;
+
+	frame = gen ? read_ptr(gen + layout.gen_frame) : 0;
+	if (!frame)
+		return 0; /* finished: the call raises, nothing runs */
+	code = read_ptr(frame + layout.frame_code);
+	if (!code || code_key_read(code, &key))
+		return 0;
+	cached = bpf_map_lookup_elem(&code_cache, &key);
+	value = cached ? *cached : classify(&key, frame);
+	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
+		return 0;
+	idx = value & PYSPAN_CODE_IDX_MASK;
+	if (idx >= PYSPAN_MAX_PROBES)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (coro_entry(frame, idx, tid, now))
+		push_pending(ctx, tid, frame, gen, now, idx, true);
+	return 0;
+}
+
+SEC("uretprobe")
+int py_gen_return(struct pt_regs *ctx)
+{
+	return pop_pending(ctx);
+}
+
 /* 3.8-3.10: the def statement passes code and qualname together. */
 SEC("uprobe")
 int py_make_function(struct pt_regs *ctx)
@@ -503,6 +556,8 @@ int py_make_function(struct pt_regs *ctx)
 	 * (Busy.crunch next to crunch) is then never taken for it. */
 	value = idx < 0 ? PYSPAN_CODE_NO_MATCH
 			: (__u32)idx | ((flags & CODE_GEN_FLAGS) ? PYSPAN_CODE_IS_GEN : 0);
+	if (idx >= 0 && hook_mode == PYSPAN_HOOK_COROUTINES && !(flags & CODE_GEN_FLAGS))
+		count_probe(idx, PYSPAN_PC_PLAIN_SKIPPED);
 	bpf_map_update_elem(&code_cache, &key, &value, BPF_ANY);
 	return 0;
 }

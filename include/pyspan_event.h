@@ -36,6 +36,17 @@ enum pyspan_frame_model {
 	PYSPAN_MODEL_IFRAME_NEXT = 4,       /* 3.13: _PyInterpreterFrame.instr_ptr */
 };
 
+/* Where Python calls are seen (read-only global hook_mode).
+ * CALLS: _PyEval_EvalFrameDefault, which every call that is not inlined
+ * enters, so every such call pays a trap. COROUTINES (3.8-3.10): the
+ * generator step function (gen_send_ex / gen_send_ex2), which only
+ * coroutine and generator steps enter: plain calls cost nothing, and
+ * only coroutines and generators can be timed. */
+enum pyspan_hook_mode {
+	PYSPAN_HOOK_CALLS = 0,
+	PYSPAN_HOOK_COROUTINES = 1,
+};
+
 /* Byte offsets inside the traced interpreter's objects (x86-64 and
  * aarch64 agree: both are LP64). 0 means "not on this version". */
 struct pyspan_layout {
@@ -50,6 +61,7 @@ struct pyspan_layout {
 	__u32 gen_iframe;     /* 3.11+: offset of the embedded frame in PyGenObject */
 	__u32 gen_state;      /* 3.11+: int8 gi_frame_state */
 	__u32 gen_qualname;   /* PyGenObject.gi_qualname */
+	__u32 gen_frame;      /* 3.8-3.10: PyGenObject.gi_frame, NULL once finished */
 	__u32 code_flags;
 	__u32 code_filename;
 	__u32 code_name;
@@ -87,6 +99,7 @@ enum pyspan_probe_counter {
 	PYSPAN_PC_SPANS,      /* span events submitted */
 	PYSPAN_PC_SYNC,       /* of the spans: plain (non-coroutine) functions */
 	PYSPAN_PC_UNRESOLVED, /* 3.8-3.10 plain function whose qualname was never learned */
+	PYSPAN_PC_PLAIN_SKIPPED, /* coroutine hook: a matched def is a plain function */
 	PYSPAN_PC_MAX,
 };
 

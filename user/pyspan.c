@@ -23,9 +23,10 @@ _Static_assert((int)PYSPAN_CNT_CORO_TABLE_FULL == (int)SPAN_CNT_MAX,
 
 struct pyspan {
 	struct pyspan_bpf *skel;
-	struct bpf_link *links[4];
+	struct bpf_link *links[8];
 	int n_links;
 	struct python_interp interp;
+	bool gen_hook;          /* coroutine hook on the generator step function */
 	int n_probes;
 	struct py_probe probes[PYSPAN_MAX_PROBES];
 };
@@ -37,15 +38,15 @@ static const struct {
 	struct pyspan_layout layout;
 } layouts[] = {
 	{ 8, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 1, .frame_code = 32,
-	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56,
+	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
 	       .code_flags = 36, .code_filename = 104, .code_name = 112,
 	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 9, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 2, .frame_code = 32,
-	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56,
+	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
 	       .code_flags = 36, .code_filename = 104, .code_name = 112,
 	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 10, { .model = PYSPAN_MODEL_FRAMEOBJ_STATE, .frame_arg = 2, .frame_code = 32,
-		.frame_lasti = 96, .frame_gen = 88, .frame_suspend = 108, .gen_qualname = 48,
+		.frame_lasti = 96, .frame_gen = 88, .frame_suspend = 108, .gen_qualname = 48, .gen_frame = 16,
 		.code_flags = 36, .code_filename = 104, .code_name = 112,
 		.unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 11, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 32,
@@ -220,6 +221,103 @@ static int attach(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
 	return 0;
 }
 
+/* The functions that run a generator or coroutine step on 3.8-3.10: the
+ * step function and, on 3.10, the am_send slot the compiler builds with
+ * its own copy of it (await and the asyncio task step go through that
+ * one). Each takes the generator as its first argument. */
+static int gen_step_symbols(const struct python_interp *interp, const char *syms[2])
+{
+	if (interp->major != 3 || interp->minor < 8 || interp->minor > 10)
+		return 0;
+	if (interp->minor < 10) {
+		syms[0] = "gen_send_ex";
+		return 1;
+	}
+	syms[0] = "gen_send_ex2";
+	syms[1] = "PyGen_am_send";
+	return 2;
+}
+
+static bool has_symbol(const char *path, const char *name)
+{
+	char suggest[8], err[256];
+	uint64_t off;
+
+	return elf_symbol_offset(path, name, &off, suggest, sizeof(suggest), err, sizeof(err)) == 0;
+}
+
+/* A copy of a step function that the compiler specialised (.isra,
+ * .constprop, .part) may take other arguments, or hide a step we would
+ * not see: then only the eval loop hook is exact. */
+static bool has_specialised_copy(const char *path, const char *sym)
+{
+	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0", ".cold" };
+	char name[128];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", sym, suffixes[i]);
+		if (has_symbol(path, name))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the coroutine hook can be used: asked for, a version where a
+ * known set of functions runs every generator step, and those functions
+ * in the interpreter's symbol table (a stripped build keeps only exports). */
+static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
+{
+	const char *syms[2];
+	int n = gen_step_symbols(&p->interp, syms);
+
+	if (!t->coroutine_hook)
+		return false;
+	if (n == 0) {
+		if (t->verbose)
+			fprintf(stderr, "pmetrics: Python %d.%d has no single generator step function: "
+				"hooking the eval loop (it inlines plain calls, so they cost nothing)\n",
+				p->interp.major, p->interp.minor);
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!has_symbol(p->interp.path, syms[i]) || has_specialised_copy(p->interp.path, syms[i])) {
+			fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
+				"specialised build): hooking every Python call instead of coroutine steps, "
+				"which costs a trap per call\n", p->interp.path, syms[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int attach_pair(struct pyspan *p, const struct pyspan_target *t,
+		       struct bpf_program *entry, struct bpf_program *ret, const char *sym)
+{
+	int rc = attach(p, entry, false, t->pid, sym);
+
+	if (rc == 0)
+		rc = attach(p, ret, true, t->pid, sym);
+	if (rc == 0 && t->verbose)
+		fprintf(stderr, "pmetrics: Python calls seen at %s (%s)\n", sym,
+			p->gen_hook ? "coroutine and generator steps only" : "every call into the eval loop");
+	return rc;
+}
+
+static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
+{
+	struct pyspan_bpf *skel = p->skel;
+	const char *syms[2];
+	int n, rc = 0;
+
+	if (!p->gen_hook)
+		return attach_pair(p, t, skel->progs.py_entry, skel->progs.py_return,
+				   "_PyEval_EvalFrameDefault");
+	n = gen_step_symbols(&p->interp, syms);
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i]);
+	return rc;
+}
+
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 			   const struct pyspan_layout *layout)
 {
@@ -240,14 +338,19 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 		pyspan_probe_cfg_fill(&p->probes[i], (struct pyspan_probe_cfg *)&skel->rodata->probes[i]);
 	/* Only 3.8-3.10 need the def statement to learn plain functions' qualnames. */
 	bpf_program__set_autoload(skel->progs.py_make_function, layout->code_qualname == 0);
+	p->gen_hook = use_gen_hook(p, t);
+	skel->rodata->hook_mode = p->gen_hook ? PYSPAN_HOOK_COROUTINES : PYSPAN_HOOK_CALLS;
+	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_gen_return, p->gen_hook);
 	rc = pyspan_bpf__load(skel);
 	if (rc) {
 		fprintf(stderr, "pmetrics: cannot load the Python span BPF programs: %s "
 			"(run as root on a kernel with BPF and uprobes)\n", strerror(-rc));
 		return rc;
 	}
-	if ((rc = attach(p, skel->progs.py_entry, false, t->pid, "_PyEval_EvalFrameDefault")) ||
-	    (rc = attach(p, skel->progs.py_return, true, t->pid, "_PyEval_EvalFrameDefault")))
+	if ((rc = attach_hooks(p, t)))
 		return rc;
 	if (layout->code_qualname == 0 &&
 	    (rc = attach(p, skel->progs.py_make_function, false, t->pid, "PyFunction_NewWithQualName")))
@@ -334,7 +437,13 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 
 	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
 		(unsigned long long)spans);
-	if (unresolved)
+	__u64 plain = pyspan_probe_counter(p, i, PYSPAN_PC_PLAIN_SKIPPED);
+
+	if (plain || (p->gen_hook && spans == 0))
+		fprintf(out, "pmetrics: warning: py:%s:%s: %s; the coroutine hook times only "
+			"coroutines and generators: use --python-hook calls for plain functions\n",
+			pr->module, pr->qualname, plain ? "is a plain function" : "never seen");
+	else if (unresolved)
 		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
 			"were not timed: on Python %d.%d its qualified name is learned when its def "
 			"runs, which was before pmetrics attached; start the program under pmetrics\n",

@@ -242,6 +242,7 @@ static int attach_python_probes(struct session *s)
 		.launched = s->target.launched,
 		.follow_children = o->follow_children,
 		.verbose = o->verbose,
+		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
 	};
 	int n = 0;
 

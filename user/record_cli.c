@@ -48,7 +48,12 @@ void record_usage(FILE *out)
 "  raise still gives a row. 3.11 inlines plain Python-to-Python calls and\n"
 "  3.12+ also awaits: there only coroutines (3.11) or calls from C and\n"
 "  tasks' outermost coroutines (3.12+) are seen, and pmetrics says so.\n"
-"  Cost: a trap on every call that enters the interpreter's eval loop.\n"
+"      --python-hook HOOK   where py: probes see calls. calls: every call into\n"
+"                           the eval loop, so any function can be timed, and\n"
+"                           every such call pays a uprobe trap. coroutines\n"
+"                           (3.8-3.10; default with --preset robot-server):\n"
+"                           only coroutine and generator steps trap, plain\n"
+"                           calls cost nothing, plain functions are not timed\n"
 "\n"
 "Session:\n"
 "  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h); default:\n"
@@ -125,6 +130,7 @@ static int add_preset(struct record_opts *o, const char *name)
 		return usage_error("unknown preset '%s': the only preset is robot-server", name);
 	for (size_t i = 0; i < 2 && !ret; i++)
 		ret = add_probe(o, robot_server[i]);
+	o->preset_robot_server = true;
 	return ret;
 }
 
@@ -153,7 +159,7 @@ static int parse_ringbuf(const char *arg, uint64_t *bytes)
 }
 
 enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
-       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR };
+       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR, OPT_PYTHON_HOOK };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -165,6 +171,7 @@ static const struct option long_opts[] = {
 	{ "no-children", no_argument, NULL, OPT_NO_CHILDREN },
 	{ "layout", required_argument, NULL, OPT_LAYOUT },
 	{ "preset", required_argument, NULL, OPT_PRESET },
+	{ "python-hook", required_argument, NULL, OPT_PYTHON_HOOK },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* bench only */
@@ -201,6 +208,14 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_PRESET:
 		return add_preset(o, arg);
+	case OPT_PYTHON_HOOK:
+		if (strcmp(arg, "calls") == 0)
+			o->python_hook = PYTHON_HOOK_CALLS;
+		else if (strcmp(arg, "coroutines") == 0)
+			o->python_hook = PYTHON_HOOK_COROUTINES;
+		else
+			return usage_error("bad --python-hook '%s': use calls or coroutines", arg);
+		return 0;
 	case OPT_BTF:
 		o->btf_path = arg;
 		return 0;
@@ -249,5 +264,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		return usage_error("no target: give --pid PID or -- COMMAND [ARGS...]%s", "");
 	if (o->n_probes == 0 && !o->resources)
 		return usage_error("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server%s", "");
+	if (o->python_hook == PYTHON_HOOK_DEFAULT)
+		o->python_hook = o->preset_robot_server ? PYTHON_HOOK_COROUTINES : PYTHON_HOOK_CALLS;
 	return 0;
 }
