@@ -15,6 +15,7 @@ SCENARIO="$ROOT/tests/progs/py/scenario.py"
 ANALYZE=ANALYZING_PROTOCOL
 CACHED=GETTING_CACHED_ANALYSIS
 ROBOT_PROBES=(--preset robot-server --probe CRUNCH=py:pmtest.work:crunch)
+HOOK=calls # --python-hook of run_launch
 MS=1000000
 
 # interpreter VERSION: path of the pyenv interpreter, empty when absent.
@@ -49,7 +50,7 @@ sleeps_ok() {
 # run_launch PY OUT SCENARIO...: records the scenario launched under pmetrics.
 run_launch() {
 	local py="$1" out="$2"; shift 2
-	"$PMETRICS" record -o "$out" "${ROBOT_PROBES[@]}" -- "$py" "$SCENARIO" "$@" \
+	"$PMETRICS" record -o "$out" --python-hook "$HOOK" "${ROBOT_PROBES[@]}" -- "$py" "$SCENARIO" "$@" \
 		>"$out.stdout" 2>"$out.err"
 }
 
@@ -92,6 +93,13 @@ check_robot() {
 		expect_rows "$tag.cached_rows" "$data" $CACHED 0
 	fi
 	expect_ok "$tag.interleaved" "the gathered analyses did not start together" interleaved "$data"
+	if [ "$HOOK" = coroutines ] && [ "$minor" -le 10 ]; then
+		# coroutine steps only: plain functions are named, not timed
+		expect_rows "$tag.sync_rows" "$data" CRUNCH 0
+		expect_ok "$tag.plain_warning" "no warning that crunch is not timed by the coroutine hook" \
+			grep -q "py:pmtest.work:crunch: is a plain function; the coroutine hook" "$out.err"
+		return
+	fi
 	case "$minor" in
 	8 | 9 | 10) # every call: 3 from Python, 8 from the pool; Busy.crunch and other.crunch never
 		expect_ok "$tag.sync_rows" "crunch rows $(durations CRUNCH "$data")ms, want 11 of 50" \
@@ -162,7 +170,8 @@ for minor in 8 9 10 11 12 13; do
 		t_begin "py3$minor"; t_skip "no pyenv Python 3.$minor installed"
 		continue
 	fi
-	check_version "$minor" "$py" "py3$minor"
+	HOOK=calls check_version "$minor" "$py" "py3$minor"
+	HOOK=coroutines check_version "$minor" "$py" "py3$minor.coro"
 	check_pid "$minor" "$py" "py3$minor"
 done
 
@@ -181,7 +190,7 @@ if [ -n "$py" ]; then
 	pypid=$!
 	for _ in $(seq 100); do grep -q waiting "$T_TMP/py.sync.out" && break; sleep 0.05; done
 	t_begin py310.pid_sync_warning
-	if pm_start -o "$out" --probe CRUNCH=py:pmtest.work:crunch --pid "$pypid"; then
+	if pm_start -o "$out" --probe CRUNCH=py:pmtest.work:crunch --python-hook calls --pid "$pypid"; then
 		touch "$T_TMP/go.sync"; wait "$pypid"; pm_wait
 		if grep -q "calls of a plain function named like it were not timed" "$PM_ERR"; then t_pass
 		else t_fail "no warning about the unresolved plain function: $(tail -n 2 "$PM_ERR")"; fi

@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, loops, wait-for PATH, bench call|map|decorated N)
+  (robot, sync, threads, loops, wait-for PATH, bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -77,12 +77,28 @@ def tiny(x):
     return x
 
 
+async def tiny_coro(x):
+    """The benchmarked coroutine: returns at once."""
+    return x
+
+
 def track(state, store):
     """The seed's decorator approach: wall-clock start, a monotonic
-    duration, one list append per call."""
+    duration, one list append per call (awaited for a coroutine)."""
+    import inspect
     import time
 
     def wrap(func):
+        if inspect.iscoroutinefunction(func):
+            async def tracked_coro(*args, **kwargs):
+                start = time.time_ns()
+                t0 = time.perf_counter_ns()
+                try:
+                    return await func(*args, **kwargs)
+                finally:
+                    store.append((state, start, time.perf_counter_ns() - t0))
+            return tracked_coro
+
         def tracked(*args, **kwargs):
             start = time.time_ns()
             t0 = time.perf_counter_ns()
@@ -95,16 +111,27 @@ def track(state, store):
 
 
 def bench(kind, n):
-    """n calls of tiny, from Python ("call"), from C ("map"), or through
-    the decorator ("decorated"); prints ns per call."""
+    """n calls of tiny from Python ("call") or from C ("map"), or n awaits
+    of tiny_coro ("await"); "-decorated" wraps them in the decorator.
+    Prints ns per call."""
     import time
 
     store = []
-    fn = track("TINY", store)(tiny) if kind == "decorated" else tiny
+    base, _, decorated = kind.partition("-")
+    fn, coro = tiny, tiny_coro
+    if decorated:
+        fn, coro = track("TINY", store)(tiny), track("TINY", store)(tiny_coro)
+
+    async def awaits():
+        for i in range(n):
+            await coro(i)
+
     t0 = time.perf_counter_ns()
-    if kind == "map":
+    if base == "map":
         for _ in map(fn, range(n)):
             pass
+    elif base == "await":
+        asyncio.run(awaits())
     else:
         for i in range(n):
             fn(i)
