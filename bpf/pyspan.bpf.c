@@ -232,6 +232,27 @@ static __always_inline int code_key_read(__u64 code, struct code_key *key)
 				   (void *)(code + layout.code_filename));
 }
 
+/* 3.8-3.10: a call made by Python code leaves the called function object
+ * on the caller's value stack (CALL_FUNCTION, CALL_METHOD and
+ * CALL_FUNCTION_EX all keep it below the arguments). Returns its
+ * qualified name, or 0 when the caller is C code. */
+static __always_inline __u64 qualname_from_caller(__u64 frame, __u64 code)
+{
+	__u64 caller = read_ptr(frame + layout.frame_back), stack;
+
+	if (!caller || !layout.frame_valuestack)
+		return 0;
+	stack = read_ptr(caller + layout.frame_valuestack);
+	if (!stack)
+		return 0;
+	for (int i = 0; i < PYSPAN_CALLER_SLOTS; i++) {
+		__u64 obj = read_ptr(stack + i * 8);
+		if (obj && read_ptr(obj + layout.func_code) == code)
+			return read_ptr(obj + layout.func_qualname);
+	}
+	return 0;
+}
+
 /* Decides, once per code object, whether it is one of the probes. */
 static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 {
@@ -251,14 +272,19 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 			return PYSPAN_CODE_NO_MATCH; /* not cached: try again */
 		idx = match_names(code, read_ptr(gen + layout.gen_qualname), false);
 	} else {
-		/* 3.8-3.10 plain function: the qualname is only known when the
-		 * def statement runs (py_make_function). A same-named
-		 * function in the right file may still be ours: leave it
-		 * uncached and count it. */
+		/* 3.8-3.10 plain function: the code has no qualname; the def
+		 * statement (py_make_function) or the function object on the
+		 * caller's stack has it. Only a same-named function in the
+		 * probe's file gets that far. */
 		idx = match_names(code, read_ptr(code + layout.code_name), true);
 		if (idx >= 0) {
-			count_probe(idx, PYSPAN_PC_UNRESOLVED);
-			return PYSPAN_CODE_NO_MATCH;
+			__u64 qualname = qualname_from_caller(frame, code);
+			if (!qualname) {
+				/* called from C: maybe ours, not cached, counted */
+				count_probe(idx, PYSPAN_PC_UNRESOLVED);
+				return PYSPAN_CODE_NO_MATCH;
+			}
+			idx = match_names(code, qualname, false);
 		}
 	}
 	value = idx < 0 ? PYSPAN_CODE_NO_MATCH : ((__u32)idx | (is_gen ? PYSPAN_CODE_IS_GEN : 0));

@@ -15,6 +15,9 @@
 #define PYSPAN_MAX_PROBES 8
 /* Longest qualified name / module file suffix compared in BPF, with NUL. */
 #define PYSPAN_STR_MAX 128
+/* Value-stack slots of the caller searched for the called function
+ * object (3.8-3.10 plain functions whose def ran before attach). */
+#define PYSPAN_CALLER_SLOTS 16
 /* Code objects whose match result is cached (LRU). */
 #define PYSPAN_CODE_CACHE 16384
 /* Coroutines/generators between first entry and final return. */
@@ -62,6 +65,10 @@ struct pyspan_layout {
 	__u32 gen_state;      /* 3.11+: int8 gi_frame_state */
 	__u32 gen_qualname;   /* PyGenObject.gi_qualname */
 	__u32 gen_frame;      /* 3.8-3.10: PyGenObject.gi_frame, NULL once finished */
+	__u32 frame_back;     /* 3.8-3.10: PyFrameObject.f_back */
+	__u32 frame_valuestack; /* 3.8-3.10: PyFrameObject.f_valuestack */
+	__u32 func_code;      /* 3.8-3.10: PyFunctionObject.func_code */
+	__u32 func_qualname;  /* 3.8-3.10: PyFunctionObject.func_qualname */
 	__u32 code_flags;
 	__u32 code_filename;
 	__u32 code_name;

@@ -39,14 +39,17 @@ static const struct {
 } layouts[] = {
 	{ 8, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 1, .frame_code = 32,
 	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
+	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
 	       .code_flags = 36, .code_filename = 104, .code_name = 112,
 	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 9, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 2, .frame_code = 32,
 	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
+	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
 	       .code_flags = 36, .code_filename = 104, .code_name = 112,
 	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 10, { .model = PYSPAN_MODEL_FRAMEOBJ_STATE, .frame_arg = 2, .frame_code = 32,
 		.frame_lasti = 96, .frame_gen = 88, .frame_suspend = 108, .gen_qualname = 48, .gen_frame = 16,
+		.frame_back = 24, .frame_valuestack = 64, .func_code = 48, .func_qualname = 40,
 		.code_flags = 36, .code_filename = 104, .code_name = 112,
 		.unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
 	{ 11, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 32,
@@ -445,8 +448,9 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 			pr->module, pr->qualname, plain ? "is a plain function" : "never seen");
 	else if (unresolved)
 		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
-			"were not timed: on Python %d.%d its qualified name is learned when its def "
-			"runs, which was before pmetrics attached; start the program under pmetrics\n",
+			"were not timed: they came from C code, and on Python %d.%d its qualified name "
+			"is then known only if its def ran after pmetrics attached; start the program "
+			"under pmetrics\n",
 			pr->module, pr->qualname, (unsigned long long)unresolved,
 			p->interp.major, p->interp.minor);
 	else if (spans == 0 && pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES) == 0)

@@ -43,8 +43,17 @@ static void layout_models_follow_the_interpreter(void **state)
 	assert_int_equal(l.model, PYSPAN_MODEL_FRAMEOBJ_STATE);
 	assert_int_equal(l.frame_arg, 2); /* 3.9+: eval(tstate, frame, throwflag) */
 	assert_int_equal(l.code_qualname, 0); /* learned from the def or the generator */
+	/* the caller's value stack and the function object name plain functions */
+	assert_int_equal(l.frame_back, 24);
+	assert_int_equal(l.frame_valuestack, 64);
+	assert_int_equal(l.func_code, 48);
+	assert_int_equal(l.func_qualname, 40);
+	pyspan_layout_for(3, 9, &l);
+	assert_int_equal(l.func_code, 16);
+	assert_int_equal(l.func_qualname, 104);
 	pyspan_layout_for(3, 11, &l);
 	assert_int_equal(l.model, PYSPAN_MODEL_IFRAME_PREV);
+	assert_int_equal(l.frame_valuestack, 0); /* co_qualname instead */
 	assert_int_not_equal(l.code_qualname, 0);
 	pyspan_layout_for(3, 12, &l);
 	assert_int_equal(l.frame_code, 0); /* f_code moved to the front */

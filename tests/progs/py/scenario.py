@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, loops, wait-for PATH, bench call|map|await[-decorated] N)
+  (robot, sync, threads, atexit, loops, wait-for PATH, bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -47,6 +47,15 @@ def threads():
     """CRUNCH rows: 8 of 50 ms, from a pool of 4 threads."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(work.crunch, [0.05] * 8))
+
+
+def at_exit():
+    """CRUNCH rows: 2 of 10 ms, called from C at exit with no Python frame
+    below them."""
+    import atexit
+
+    atexit.register(work.crunch, 0.01)
+    atexit.register(work.crunch, 0.01)
 
 
 def loops():
@@ -149,6 +158,8 @@ def main(argv):
             sync()
         elif name == "threads":
             threads()
+        elif name == "atexit":
+            at_exit()
         elif name == "loops":
             loops()
         elif name == "wait-for":
