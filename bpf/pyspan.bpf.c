@@ -407,6 +407,22 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 	return true;
 }
 
+/* The hot path: which probe, if any, the frame's code is (cached). */
+static __always_inline __u32 frame_verdict(__u64 frame)
+{
+	__u64 code = read_ptr(frame + layout.frame_code);
+	struct code_key key;
+	__u32 *cached, value;
+
+	if (!code || code_key_read(code, &key))
+		return PYSPAN_CODE_NO_MATCH;
+	cached = bpf_map_lookup_elem(&code_cache, &key);
+	value = cached ? *cached : classify(&key, frame);
+	if (value != PYSPAN_CODE_NO_MATCH && (value & PYSPAN_CODE_IDX_MASK) >= PYSPAN_MAX_PROBES)
+		return PYSPAN_CODE_NO_MATCH;
+	return value;
+}
+
 /* Remembers a matched call until the return probe with the same stack
  * pointer sees it end. */
 static __always_inline void push_pending(struct pt_regs *ctx, __u32 tid, __u64 frame, __u64 gen,
@@ -438,27 +454,18 @@ int py_entry(struct pt_regs *ctx)
 {
 	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 *cached, value, idx;
+	__u32 value, idx;
 	bool is_gen;
-	struct code_key key;
-	__u64 now, frame, code;
+	__u64 now, frame;
 
 	/* Both loads first: clang would otherwise pick the ctx offset at
 	 * run time, which the verifier rejects. */
 	asm volatile("" : "+r"(arg1), "+r"(arg2));
 	frame = layout.frame_arg == 1 ? arg1 : arg2;
-	code = read_ptr(frame + layout.frame_code);
-	if (!code)
-		return 0;
-	if (code_key_read(code, &key))
-		return 0;
-	cached = bpf_map_lookup_elem(&code_cache, &key);
-	value = cached ? *cached : classify(&key, frame);
+	value = frame_verdict(frame);
 	if (value == PYSPAN_CODE_NO_MATCH)
 		return 0;
 	idx = value & PYSPAN_CODE_IDX_MASK;
-	if (idx >= PYSPAN_MAX_PROBES)
-		return 0;
 	is_gen = value & PYSPAN_CODE_IS_GEN;
 	now = bpf_ktime_get_ns();
 	if (is_gen) {
@@ -532,25 +539,17 @@ int py_return(struct pt_regs *ctx)
 SEC("uprobe")
 int py_gen_entry(struct pt_regs *ctx)
 {
-	__u64 gen = PT_REGS_PARM1(ctx), frame, code;
+	__u64 gen = PT_REGS_PARM1(ctx), frame, now;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 *cached, value, idx;
-	struct code_key key;
-	__u64 now;
+	__u32 value, idx;
 
 	frame = gen ? read_ptr(gen + layout.gen_frame) : 0;
 	if (!frame)
 		return 0; /* finished: the call raises, nothing runs */
-	code = read_ptr(frame + layout.frame_code);
-	if (!code || code_key_read(code, &key))
-		return 0;
-	cached = bpf_map_lookup_elem(&code_cache, &key);
-	value = cached ? *cached : classify(&key, frame);
+	value = frame_verdict(frame);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
 		return 0;
 	idx = value & PYSPAN_CODE_IDX_MASK;
-	if (idx >= PYSPAN_MAX_PROBES)
-		return 0;
 	now = bpf_ktime_get_ns();
 	if (coro_entry(frame, idx, tid, now))
 		push_pending(ctx, tid, frame, gen, now, idx, true);
