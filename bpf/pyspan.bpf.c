@@ -46,7 +46,7 @@ struct thread_calls {
 };
 
 struct open_coro {
-	__u64 start_ns;
+	__u64 start_ns; /* 0: started before attach, gives no row */
 	__u32 idx;
 	__u32 tid;
 };
@@ -401,8 +401,11 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 		return true;
 	}
 	if (!bpf_map_lookup_elem(&open_coros, &frame)) {
-		count(PYSPAN_CNT_MID_CORO);
-		return false;
+		/* Started before attach: its start is unknown. Remember it
+		 * once so its end is not mistaken for a lost start. */
+		c.start_ns = 0;
+		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_NOEXIST) == 0)
+			count(PYSPAN_CNT_MID_CORO);
 	}
 	return true;
 }
@@ -495,7 +498,8 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 		count(PYSPAN_CNT_CORO_NO_START);
 		return;
 	}
-	emit(open->start_ns, now, open->idx, open->tid, false);
+	if (open->start_ns)
+		emit(open->start_ns, now, open->idx, open->tid, false);
 	bpf_map_delete_elem(&open_coros, &frame);
 }
 

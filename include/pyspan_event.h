@@ -95,7 +95,7 @@ struct pyspan_probe_cfg {
 /* Counters after span.h's enum span_counter (same per-CPU array). */
 enum pyspan_counter {
 	PYSPAN_CNT_CORO_TABLE_FULL = 6, /* == SPAN_CNT_MAX: no room for an open coroutine */
-	PYSPAN_CNT_MID_CORO,            /* resumption of a coroutine started before attach */
+	PYSPAN_CNT_MID_CORO,            /* coroutine started before attach: no row */
 	PYSPAN_CNT_CORO_NO_START,       /* finished coroutine whose start was lost */
 	PYSPAN_CNT_MAX_ALL,
 };

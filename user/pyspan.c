@@ -176,7 +176,7 @@ static void warn_version_limits(const struct pyspan *p)
 	else
 		fprintf(stderr, "pmetrics: warning: Python 3.%d inlines Python-to-Python calls and awaits: "
 			"%s are timed only when entered from C (a task's outermost coroutine, "
-			"callbacks, thread targets); awaited coroutines and plain calls from Python "
+			"callbacks, map()); awaited coroutines and plain calls from Python "
 			"record nothing\n", p->interp.minor, names);
 }
 
@@ -441,11 +441,13 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
 		(unsigned long long)spans);
 	__u64 plain = pyspan_probe_counter(p, i, PYSPAN_PC_PLAIN_SKIPPED);
+	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
 
-	if (plain || (p->gen_hook && spans == 0))
-		fprintf(out, "pmetrics: warning: py:%s:%s: %s; the coroutine hook times only "
-			"coroutines and generators: use --python-hook calls for plain functions\n",
-			pr->module, pr->qualname, plain ? "is a plain function" : "never seen");
+	if (plain || (p->gen_hook && !seen))
+		fprintf(out, "pmetrics: warning: py:%s:%s %s the coroutine hook times only "
+			"coroutines and generators; use --python-hook calls for plain functions\n",
+			pr->module, pr->qualname,
+			plain ? "is a plain function:" : "was never seen; if it is a plain function,");
 	else if (unresolved)
 		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
 			"were not timed: they came from C code, and on Python %d.%d its qualified name "
@@ -453,11 +455,30 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 			"under pmetrics\n",
 			pr->module, pr->qualname, (unsigned long long)unresolved,
 			p->interp.major, p->interp.minor);
-	else if (spans == 0 && pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES) == 0)
+	else if (!seen)
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
 			pr->module, pr->qualname,
 			p->interp.minor >= 11 ? " (it may be a call this Python version inlines)"
 					      : " (check the module and qualified name)");
+}
+
+/* Coroutines that started under pmetrics and have not finished. */
+static __u64 open_coroutines(const struct pyspan *p)
+{
+	struct { __u64 start_ns; __u32 idx, tid; } value; /* bpf/pyspan.bpf.c's open_coro */
+	int fd = bpf_map__fd(p->skel->maps.open_coros);
+	__u64 key, next, n = 0;
+	void *prev = NULL;
+
+	if (bpf_map__value_size(p->skel->maps.open_coros) != sizeof(value))
+		return 0;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, &value) == 0 && value.start_ns)
+			n++;
+		key = next;
+		prev = &key;
+	}
+	return n;
 }
 
 void pyspan_summary(const struct pyspan *p, FILE *out)
@@ -470,9 +491,11 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 		[SPAN_CNT_NO_ENTRY] = "return without entry",
 		[SPAN_CNT_STACK_FULL] = "too many threads",
 		[PYSPAN_CNT_CORO_TABLE_FULL] = "too many open coroutines",
-		[PYSPAN_CNT_MID_CORO] = "coroutine resumptions started before attach",
+		[PYSPAN_CNT_MID_CORO] = "coroutines started before pmetrics attached",
 		[PYSPAN_CNT_CORO_NO_START] = "coroutine ends whose start was lost",
 	};
+
+	__u64 n;
 
 	if (!p)
 		return;
@@ -483,8 +506,12 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 			p->interp.major, p->interp.minor, p->n_probes,
 			p->interp.minor == 11 ? "coroutines and calls from C"
 					      : "calls from C and tasks' outermost coroutines");
+	n = open_coroutines(p);
+	if (n)
+		fprintf(out, "pmetrics: python spans open at the end: %llu coroutine(s) still running "
+			"(no row)\n", (unsigned long long)n);
 	for (__u32 c = 0; c < PYSPAN_CNT_MAX_ALL; c++) {
-		__u64 n = pyspan_counter(p, c);
+		n = pyspan_counter(p, c);
 		if (n && lost_names[c])
 			fprintf(out, "pmetrics: python spans lost: %llu (%s)\n",
 				(unsigned long long)n, lost_names[c]);

@@ -97,7 +97,7 @@ check_robot() {
 		# coroutine steps only: plain functions are named, not timed
 		expect_rows "$tag.sync_rows" "$data" CRUNCH 0
 		expect_ok "$tag.plain_warning" "no warning that crunch is not timed by the coroutine hook" \
-			grep -q "py:pmtest.work:crunch: is a plain function; the coroutine hook" "$out.err"
+			grep -q "py:pmtest.work:crunch is a plain function: the coroutine hook" "$out.err"
 		return
 	fi
 	case "$minor" in
@@ -221,6 +221,41 @@ if [ -n "$py" ]; then
 		fi
 	else
 		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"; kill "$pypid"; wait "$pypid"
+	fi
+fi
+
+# ---- coroutines cut by the capture's start or end (3.10) -------------------
+py=$(interpreter 3.10)
+if [ -n "$py" ]; then
+	# attached in the middle of a 2 s analysis: that one gives no row
+	out=$(fresh_dir)
+	"$py" "$SCENARIO" long >"$T_TMP/py.long.out" 2>&1 &
+	pypid=$!
+	for _ in $(seq 100); do grep -q "long started" "$T_TMP/py.long.out" && break; sleep 0.02; done
+	t_begin py310.started_before_attach
+	if pm_start -o "$out" --preset robot-server --pid "$pypid"; then
+		wait "$pypid"; pm_wait
+		if ! sleeps_ok "$out/robot_context_data" $ANALYZE 0.1; then
+			t_fail "rows $(durations $ANALYZE "$out/robot_context_data")ms, want only the 100 ms one"
+		elif ! grep -q "python spans lost: 1 (coroutines started before pmetrics attached)" "$PM_ERR"; then
+			t_fail "the cut coroutine is not counted: $(tail -n 3 "$PM_ERR")"
+		else
+			t_pass
+		fi
+	else
+		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"; kill "$pypid"; wait "$pypid"
+	fi
+	# capture ends in the middle of it: no row, counted as running
+	out=$(fresh_dir)
+	t_begin py310.running_at_end
+	"$PMETRICS" record -o "$out" --preset robot-server -d 1s -- "$py" "$SCENARIO" long \
+		>/dev/null 2>"$T_TMP/end.err"
+	if [ "$(rows "$out/robot_context_data" $ANALYZE)" -ne 0 ]; then
+		t_fail "a row for a coroutine that had not finished"
+	elif ! grep -q "open at the end: 1 coroutine(s) still running" "$T_TMP/end.err"; then
+		t_fail "not counted as running at the end: $(tail -n 3 "$T_TMP/end.err")"
+	else
+		t_pass
 	fi
 fi
 

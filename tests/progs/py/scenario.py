@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, atexit, loops, wait-for PATH, bench call|map|await[-decorated] N)
+  (robot, sync, threads, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -47,6 +47,15 @@ def threads():
     """CRUNCH rows: 8 of 50 ms, from a pool of 4 threads."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(work.crunch, [0.05] * 8))
+
+
+async def long():
+    """ANALYZING_PROTOCOL rows: 2 s (prints "long started" as it begins:
+    a test attaches during it), then 100 ms."""
+    analyzer = ProtocolAnalyzer()
+    print("long started", flush=True)
+    await analyzer.analyze(2.0)
+    await analyzer.analyze(0.1)
 
 
 def at_exit():
@@ -158,6 +167,8 @@ def main(argv):
             sync()
         elif name == "threads":
             threads()
+        elif name == "long":
+            asyncio.run(long())
         elif name == "atexit":
             at_exit()
         elif name == "loops":
