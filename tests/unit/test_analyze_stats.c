@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze_stats.h"
@@ -314,6 +315,38 @@ static void parse_float_like_javascript(void **state)
 	assert_near(js_parse_float("12345", 2), 12.0, 0);
 }
 
+/* The short-decimal fast path must give strtod's double to the bit. */
+static void parse_float_fast_path_is_exact(void **state)
+{
+	uint64_t x = 88172645463325252ULL;
+	char buf[64];
+	int i;
+	(void)state;
+	for (i = 0; i < 300000; i++) {
+		int n, dot;
+		double want, got;
+
+		x ^= x << 13; /* xorshift64 */
+		x ^= x >> 7;
+		x ^= x << 17;
+		n = snprintf(buf, sizeof(buf), "%s%llu", (x & 1) ? "-" : "",
+			     (unsigned long long)(x >> 11) % 1000000000000000ULL);
+		dot = (int)((x >> 3) % 17);
+		if (dot < n - 1 && buf[dot] != '-') { /* move the tail right, put a '.' */
+			memmove(buf + dot + 1, buf + dot, (size_t)(n - dot + 1));
+			buf[dot] = '.';
+			n++;
+		}
+		want = strtod(buf, NULL);
+		got = js_parse_float(buf, (size_t)n);
+		if (memcmp(&want, &got, sizeof(want)) != 0)
+			fail_msg("%s: strtod %.17g, js_parse_float %.17g", buf, want, got);
+	}
+	assert_true(signbit(js_parse_float("-0.0", 4)));
+	assert_near(js_parse_float("0.1", 3), 0.1, 0);
+	assert_near(js_parse_float("123456789012345.6", 17), 123456789012345.6, 0); /* 16 digits: strtod */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +367,7 @@ int main(void)
 		cmocka_unit_test(to_fixed_like_javascript),
 		cmocka_unit_test(precise_round_like_calculate_correlation),
 		cmocka_unit_test(parse_float_like_javascript),
+		cmocka_unit_test(parse_float_fast_path_is_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
