@@ -38,19 +38,27 @@ static const char good[] =
 	"{\"name\":\"python3 -m uvicorn robot_server\",\"memRssMb\":\"201.55\"},"
 	"{\"name\":\"nmcli\",\"memRssMb\":\"3\"},{\"name\":\"x\",\"memRssMb\":12.5}]}}\n";
 
-/* Feeds TEXT in chunks of CHUNK bytes; returns the analysis. */
-static struct analysis *read_jsonl(const char *text, size_t chunk)
+/* Feeds LEN bytes of TEXT in chunks of CHUNK bytes, through json-c alone
+ * or with the simdjson fast path when it is built in. */
+static struct analysis *read_jsonl_n(const char *text, size_t len, size_t chunk, int json_c_only)
 {
 	struct analysis *a = new_analysis();
 	struct jsonl_reader r;
-	size_t len = strlen(text), off;
+	size_t off;
 
 	assert_int_equal(jsonl_reader_init(&r, a, "t.jsonl"), 0);
+	if (json_c_only)
+		jsonl_reader_json_c_only(&r);
 	for (off = 0; off < len; off += chunk)
 		jsonl_feed(&r, text + off, len - off < chunk ? len - off : chunk);
 	jsonl_finish(&r);
 	jsonl_reader_destroy(&r);
 	return a;
+}
+
+static struct analysis *read_jsonl(const char *text, size_t chunk)
+{
+	return read_jsonl_n(text, strlen(text), chunk, 0);
 }
 
 static void good_report_fills_system_and_keys(void **state)
@@ -136,6 +144,71 @@ static void unicode_names_and_nul_bytes_are_kept_whole(void **state)
 	assert_int_equal(len, 6);
 	assert_memory_equal(name, "a\0b \xc3\xa9", 6);
 	analysis_free(a);
+}
+
+/* The simdjson fast path and json-c must use and skip the same lines and
+ * values: every counter and every accumulated sample agrees. */
+static void assert_same_analysis(const struct analysis *x, const struct analysis *y)
+{
+	size_t i, j;
+	int k;
+
+	assert_int_equal(x->lines, y->lines);
+	assert_int_equal(x->records_used, y->records_used);
+	for (k = 0; k < SKIP_REASONS; k++)
+		assert_int_equal(x->skipped[k], y->skipped[k]);
+	assert_int_equal(x->other_version, y->other_version);
+	assert_int_equal(x->other_event, y->other_event);
+	assert_int_equal(x->values_skipped, y->values_skipped);
+	assert_int_equal(x->processes_dropped, y->processes_dropped);
+	assert_int_equal(x->samples, y->samples);
+	assert_int_equal(x->n_versions, y->n_versions);
+	for (i = 0; i < x->n_versions; i++) {
+		const struct version_stats *vx = &x->versions[i], *vy = &y->versions[i];
+
+		assert_string_equal(vx->name, vy->name);
+		assert_int_equal(vx->has_reports, vy->has_reports);
+		assert_int_equal(vx->n_keys, vy->n_keys);
+		assert_memory_equal(&vx->system.trend, &vy->system.trend, sizeof(vx->system.trend));
+		for (j = 0; j < vx->n_keys; j++) {
+			size_t lx, ly;
+			const char *nx = analysis_key_name(x, vx->keys[j].key_id, &lx);
+			const char *ny = analysis_key_name(y, vy->keys[j].key_id, &ly);
+
+			assert_int_equal(lx, ly);
+			assert_memory_equal(nx, ny, lx);
+			assert_memory_equal(&vx->keys[j].trend, &vy->keys[j].trend,
+					    sizeof(vx->keys[j].trend));
+		}
+	}
+}
+
+static void simdjson_and_json_c_agree(void **state)
+{
+	static const char *const texts[] = {
+		good,
+		"{\"properties\":{\"appVersion\":\"1\",\"appVersion\":\"2\",\"systemUptimeHrs\":1,"
+		"\"processesDetails\":[{\"name\":\"a\",\"name\":\"b\",\"memRssMb\":1,\"memRssMb\":null}]}}\n",
+		"{\"event\":null,\"properties\":{\"appMode\":null,\"appVersion\":\"8\",\"systemUptimeHrs\":-0,"
+		"\"systemAvailMemMb\":18446744073709551615,\"processesDetails\":null}}\n",
+		"{\"properties\":{\"appVersion\":\"8\",\"systemUptimeHrs\":1e400}}\n",
+		"{\"properties\":{\"appVersion\":\"8\",\"systemUptimeHrs\":123456789012345678901234567890}}\n",
+		"{\"properties\":{\"appVersion\":\"\xff\xfe\",\"systemUptimeHrs\":\"2\"}}\n",
+		"{\"properties\":{\"appVersion\":\"\\ud800\",\"systemUptimeHrs\":\"2\"}}\n",
+		"{\"properties\":{\"appVersion\":\"8\",\"systemUptimeHrs\":\"2\",\"processesDetails\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}\n",
+		"{\"properties\":{\"appVersion\":\"8\",\"systemUptimeHrs\":\"2\"}}\f\n{'a':1}\n[1,]\n{\"a\":1}x\n\"str\"\n123\n",
+		"{\"properties\":{\"appVersion\":\"8\",\"systemUptimeHrs\":\"2\",\"processesDetails\":[{\"name\":\"a\\u0000b\",\"memRssMb\":\"1\tx\"}]}}\n",
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		struct analysis *x = read_jsonl_n(texts[i], strlen(texts[i]), 1 << 20, 0);
+		struct analysis *y = read_jsonl_n(texts[i], strlen(texts[i]), 1 << 20, 1);
+
+		assert_same_analysis(x, y);
+		analysis_free(x);
+		analysis_free(y);
+	}
 }
 
 /* ---- memory series ------------------------------------------------------ */
@@ -230,6 +303,7 @@ int main(void)
 		cmocka_unit_test(chunk_size_does_not_matter),
 		cmocka_unit_test(bad_lines_are_skipped_and_counted),
 		cmocka_unit_test(unicode_names_and_nul_bytes_are_kept_whole),
+		cmocka_unit_test(simdjson_and_json_c_agree),
 		cmocka_unit_test(series_context_layout),
 		cmocka_unit_test(series_activity_layout_with_header_order),
 		cmocka_unit_test(long_command_is_cut_like_the_odd_does),
