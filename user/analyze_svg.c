@@ -144,7 +144,7 @@ static void draw_panel(FILE *out, double ox, double oy, const char *version,
 	const struct key_stats *s = k->stats;
 	struct frame f = { ox + MARGIN_L, oy + MARGIN_T, PANEL_W - MARGIN_L - MARGIN_R,
 			   PANEL_H - MARGIN_T - MARGIN_B, { 0, 0, 0 }, { 0, 0, 0 } };
-	char r[64];
+	char r[64], pbuf[32];
 	double ylo = s->min_y, yhi = s->max_y;
 
 	nice_axis(s->min_x < 0 ? s->min_x : 0, s->max_x, &f.ax);
@@ -162,8 +162,10 @@ static void draw_panel(FILE *out, double ox, double oy, const char *version,
 	xml_text(out, k->name, k->name_len > 70 ? 70 : k->name_len);
 	fputs("</text>\n", out);
 	js_to_fixed(k->r, 4, r, sizeof(r));
-	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">r = %s, n = %llu, p = %.2g",
-		ox + 10, oy + 36, r, (unsigned long long)k->n, k->p);
+	report_format_p(k->p, pbuf, sizeof(pbuf));
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">r = %s, n = %llu, p %s %s",
+		ox + 10, oy + 36, r, (unsigned long long)k->n, pbuf[0] == '<' ? "&lt;" : "=",
+		pbuf[0] == '<' ? pbuf + 1 : pbuf);
 	if (k->fit.ok && isfinite(k->fit.ci_low))
 		fprintf(out, ", slope %+.3f MB/h [95%% CI %+.3f, %+.3f]", k->fit.slope,
 			k->fit.ci_low, k->fit.ci_high);
