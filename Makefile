@@ -163,6 +163,37 @@ $(ANALYZE_ASAN_SIMD_OBJ): user/analyze_jsonl_simd.cpp $(wildcard user/*.h) | $(O
 pmetrics $(UNIT_BINS) $(OUT)/progs/res_sample: $(ANALYZE_SIMD_OBJ)
 $(ASAN_UNIT_BINS): $(ANALYZE_ASAN_SIMD_OBJ)
 endif
+BENCH_SCRIPTS += bench/analyze.sh
+
+# make fuzz: libFuzzer harnesses of the readers (tests/fuzz), the analyze
+# sources rebuilt with clang's coverage and ASan/UBSan.
+ANALYZE_FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer $(WARN) -D_GNU_SOURCE -Iinclude -Iuser
+ANALYZE_FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/user/%.o,$(wildcard user/analyze*.c))
+ANALYZE_FUZZ_LIBS := -ljson-c -lz -lm
+ifeq ($(ANALYZE_SIMDJSON),1)
+ANALYZE_FUZZ_FLAGS += -DPM_HAVE_SIMDJSON
+ANALYZE_FUZZ_OBJS += $(OUT)/fuzz/user/analyze_jsonl_simd.o
+ANALYZE_FUZZ_LIBS += -lsimdjson
+endif
+FUZZ_TARGETS += $(OUT)/fuzz/fuzz_jsonl $(OUT)/fuzz/fuzz_series
+FUZZ_SCRIPTS += tests/fuzz/run.sh
+
+.PHONY: analyze-fuzz-deps
+analyze-fuzz-deps:
+	$(Q)bash .ci/install-deps libclang-rt-14-dev
+$(OUT)/fuzz/user:
+	$(Q)mkdir -p $@
+$(OUT)/fuzz/user/%.o: user/%.c $(wildcard user/*.h) | $(OUT)/fuzz/user analyze-fuzz-deps
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(ANALYZE_FUZZ_FLAGS) -std=gnu11 -c $< -o $@
+$(OUT)/fuzz/user/analyze_jsonl_simd.o: user/analyze_jsonl_simd.cpp $(wildcard user/*.h) | $(OUT)/fuzz/user analyze-fuzz-deps
+	$(call msg,CXX-FUZZ,$@)
+	$(Q)$(CLANG)++ $(ANALYZE_FUZZ_FLAGS) -std=c++17 -fno-exceptions -fno-rtti -c $< -o $@
+$(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(ANALYZE_FUZZ_OBJS) | analyze-fuzz-deps
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(ANALYZE_FUZZ_FLAGS) -std=gnu11 -c $< -o $@.o
+	$(Q)$(CLANG)++ -fsanitize=fuzzer,address,undefined -o $@ $@.o $(ANALYZE_FUZZ_OBJS) $(ANALYZE_FUZZ_LIBS)
 # ---- END analyze ----
 
 # ---- entry points ------------------------------------------------------

@@ -410,6 +410,10 @@ static void semver_precedence(void **state)
 	assert_true(newer("1.0.0", "not-a-version"));
 	assert_int_equal(version_cmp_newest_first("8.2.0", "8.2.0+build.5") != 0, 1); /* tie, byte order */
 	assert_true(newer("v8.3", "8.2.9"));
+	/* regression (fuzz_jsonl, clang UBSan): two releases without a
+	 * pre-release tag took NULL + 0 in pre_cmp */
+	assert_int_equal(version_cmp_newest_first("8.2.0", "8.2.0"), 0);
+	assert_true(newer("8.2.0", "v8.2.0")); /* equal precedence: byte order */
 	assert_true(version_is_semver("8.2.0-alpha.1"));
 	assert_false(version_is_semver("8.2.0-"));
 	assert_false(version_is_semver("8.2.0.1"));
