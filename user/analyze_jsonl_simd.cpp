@@ -33,7 +33,7 @@ extern "C" struct jsonl_simd *jsonl_simd_new(void)
 {
 	jsonl_simd *s = new (std::nothrow) jsonl_simd();
 
-	if (s && s->parser.allocate(1 << 16, JSON_DEPTH) != SUCCESS) {
+	if (s && s->parser.allocate(4096, JSON_DEPTH) != SUCCESS) {
 		delete s;
 		s = nullptr;
 	}

@@ -69,7 +69,7 @@ static struct strmap *strmap_new(void)
 
 	if (!m)
 		return NULL;
-	m->cap = 1024;
+	m->cap = 64; /* grows by doubling */
 	m->slots = calloc(m->cap, sizeof(*m->slots));
 	if (!m->slots) {
 		free(m);

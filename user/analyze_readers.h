@@ -60,7 +60,7 @@ struct series_reader {
 	/* CSV state */
 	int state;
 	char *rec;
-	size_t rec_len;
+	size_t rec_len, rec_cap;
 	size_t field_start[SERIES_MAX_FIELDS];
 	int n_fields;
 	int bad, too_long;

@@ -278,6 +278,31 @@ static void series_activity_layout_with_header_order(void **state)
 	analysis_free(a);
 }
 
+/* The record buffer grows from 4 KiB; past ANALYZE_RECORD_MAX the record
+ * is skipped as too long and the next one is read as usual. */
+static void series_record_buffer_grows_then_stops(void **state)
+{
+	size_t big = ANALYZE_RECORD_MAX + ANALYZE_RECORD_MAX / 2, mid = 100000;
+	char *text = malloc(big + mid + 200), *p = text;
+	struct analysis *a;
+	(void)state;
+	assert_non_null(text);
+	p += sprintf(p, "1,2.5,,");
+	memset(p, 'x', mid);
+	p += mid;
+	p += sprintf(p, ",7\n1,2.5,,");
+	memset(p, 'y', big);
+	p += big;
+	sprintf(p, ",8\n1,3.5,,z,9\n");
+	a = read_series(NULL, text, 1 << 16);
+	assert_int_equal(a->skipped[SKIP_TOO_LONG], 1);
+	assert_int_equal(a->versions[0].n_keys, 2); /* the 100 kB name (cut) and z */
+	assert_true(a->versions[0].keys[0].trend.mean_y == 7);
+	assert_true(a->versions[0].keys[1].trend.mean_y == 9);
+	analysis_free(a);
+	free(text);
+}
+
 static void long_command_is_cut_like_the_odd_does(void **state)
 {
 	char cmd[300], out[4 * 100 + 4];
@@ -306,6 +331,7 @@ int main(void)
 		cmocka_unit_test(simdjson_and_json_c_agree),
 		cmocka_unit_test(series_context_layout),
 		cmocka_unit_test(series_activity_layout_with_header_order),
+		cmocka_unit_test(series_record_buffer_grows_then_stops),
 		cmocka_unit_test(long_command_is_cut_like_the_odd_does),
 	};
 
