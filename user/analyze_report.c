@@ -416,7 +416,9 @@ static void text_name(FILE *out, const char *s, size_t len, int width)
 
 void report_format_p(double p, char *buf, size_t size)
 {
-	if (p >= 0 && p < 1e-300)
+	if (isnan(p))
+		snprintf(buf, size, "n/a"); /* no spread in uptime or memory */
+	else if (p >= 0 && p < 1e-300)
 		snprintf(buf, size, "<1e-300");
 	else
 		snprintf(buf, size, "%.2g", p);

@@ -51,7 +51,7 @@ void report_write_text(FILE *out, const struct version_result *r, size_t n,
 int report_write_svg(const char *path, const struct version_result *r, size_t n,
 		     const struct report_opts *o);
 
-/* A p-value for people: "%.2g", or "<1e-300" when it underflows (the
+/* A p-value for people: "%.2g", "n/a" for NaN, or "<1e-300" when it underflows (the
  * tail of r = 0.99 on thousands of samples is below the smallest double). */
 void report_format_p(double p, char *buf, size_t size);
 

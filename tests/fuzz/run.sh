@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make fuzz: runs each analyze libFuzzer harness for a bounded time on a
 # small seed corpus written here, and prints how many inputs ran without a
-# crash. Usage: tests/fuzz/run.sh BUILD_DIR   (FUZZ_SECONDS, default 60)
+# crash (an input running over 10 s counts as one: a hang).
+# Usage: tests/fuzz/run.sh BUILD_DIR   (FUZZ_SECONDS, default 60)
 set -u
 build=$1
 secs=${FUZZ_SECONDS:-60}
@@ -32,7 +33,7 @@ seed_series
 for t in jsonl series; do
 	bin=$build/fuzz/fuzz_$t
 	mkdir -p "$work/crash_$t"
-	"$bin" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=2048 -print_final_stats=1 \
+	"$bin" -max_total_time="$secs" -timeout=10 -max_len=16384 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$work/crash_$t/" "$work/corpus_$t" >"$work/$t.log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze_model.h"
 #include "analyze_readers.h"
@@ -389,6 +390,51 @@ static void user_rules_come_before_the_defaults(void **state)
 	finish(&t);
 }
 
+/* Regression (fuzz_series): axis ticks were found by adding the step to a
+ * double, which never reached the end near 1e17 h; and a single value
+ * there made a zero-width axis. The chart must finish, with no NaN. */
+static void svg_of_huge_and_degenerate_uptimes(void **state)
+{
+	struct report_opts o = { .p_method = P_EXACT, .min_samples = 30 };
+	struct version_result *res;
+	char path[] = "/tmp/pmetrics-svg-test.XXXXXX", buf[65536];
+	struct run t;
+	size_t n;
+	FILE *f;
+	int i, fd;
+	(void)state;
+	alarm(20); /* a hang fails the test instead of stalling the suite */
+	start(&t, NULL, 0);
+	t.cfg.points_per_key = 100;
+	assert_int_equal(analysis_version(t.a, "8.2.0", 5), 0);
+	t.a->versions[0].has_reports = 1;
+	for (i = 0; i < 30; i++) {
+		add(t.a, "huge", 1e17 + 32 * (i % 3), 1 + i % 3);
+		add(t.a, "one-point", 1e17, 5);
+		analysis_add_system(t.a, 0, 1e300, -1e300 * (i % 2));
+	}
+	analysis_order_versions(t.a);
+	assert_int_equal(report_compute(t.a, &o, &res), 0);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(report_write_svg(path, res, t.a->n_versions, &o), 0);
+	report_free(res, t.a->n_versions);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	unlink(path);
+	buf[n] = '\0';
+	assert_true(n > 1000 && n < sizeof(buf) - 1);
+	assert_non_null(strstr(buf, "\"title\">8.2.0 \xc2\xb7 huge"));
+	if (strstr(buf, "nan"))
+		fail_msg("nan in: %.200s", strstr(buf, "nan") - 100);
+	assert_int_equal(strcmp(buf + n - 7, "</svg>\n"), 0);
+	alarm(0);
+	finish(&t);
+}
+
 /* ---- semantic version order -------------------------------------------- */
 
 static int newer(const char *a, const char *b)
@@ -431,6 +477,7 @@ int main(void)
 		cmocka_unit_test(versions_newest_first_with_pre_releases),
 		cmocka_unit_test(version_with_unusable_reports_is_not_no_data),
 		cmocka_unit_test(user_rules_come_before_the_defaults),
+		cmocka_unit_test(svg_of_huge_and_degenerate_uptimes),
 		cmocka_unit_test(semver_precedence),
 	};
 
