@@ -434,7 +434,7 @@ void analysis_skip(struct analysis *a, const char *source, uint64_t line,
 {
 	a->skipped[why]++;
 	if (a->cfg->verbose)
-		fprintf(stderr, "pmetrics: %s:%llu: skipped: %s\n", source,
+		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped: %s\n", source,
 			(unsigned long long)line, skip_reason_text[why]);
 }
 
