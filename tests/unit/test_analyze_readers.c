@@ -130,6 +130,34 @@ static void bad_lines_are_skipped_and_counted(void **state)
 	analysis_free(a);
 }
 
+/* A line over ANALYZE_LINE_MAX is skipped as too long without being kept
+ * in memory; the lines around it are used. */
+static void runaway_line_is_skipped(void **state)
+{
+	struct analysis *a = new_analysis();
+	struct jsonl_reader r;
+	size_t chunk = 1 << 20, fed;
+	char *junk = malloc(chunk);
+	(void)state;
+	assert_non_null(junk);
+	memset(junk, ' ', chunk);
+	junk[0] = '{';
+	assert_int_equal(jsonl_reader_init(&r, a, "big"), 0);
+	jsonl_feed(&r, good, strlen(good));
+	for (fed = 0; fed <= ANALYZE_LINE_MAX; fed += chunk)
+		jsonl_feed(&r, junk, chunk);
+	assert_true(r.cap <= ANALYZE_LINE_MAX);
+	jsonl_feed(&r, "\n", 1);
+	jsonl_feed(&r, good, strlen(good));
+	jsonl_finish(&r);
+	jsonl_reader_destroy(&r);
+	assert_int_equal(a->skipped[SKIP_TOO_LONG], 1);
+	assert_int_equal(a->records_used, 2);
+	assert_int_equal(a->lines, 3);
+	analysis_free(a);
+	free(junk);
+}
+
 static void unicode_names_and_nul_bytes_are_kept_whole(void **state)
 {
 	static const char text[] =
@@ -327,6 +355,7 @@ int main(void)
 		cmocka_unit_test(good_report_fills_system_and_keys),
 		cmocka_unit_test(chunk_size_does_not_matter),
 		cmocka_unit_test(bad_lines_are_skipped_and_counted),
+		cmocka_unit_test(runaway_line_is_skipped),
 		cmocka_unit_test(unicode_names_and_nul_bytes_are_kept_whole),
 		cmocka_unit_test(simdjson_and_json_c_agree),
 		cmocka_unit_test(series_context_layout),
