@@ -17,7 +17,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 targ_tgid = 0;
 const volatile __u32 n_probes = 0;
-const volatile __u32 hook_mode = PYSPAN_HOOK_CALLS;
 const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
 
@@ -45,11 +44,6 @@ struct thread_calls {
 	struct pending_call call[SPAN_MAX_DEPTH];
 };
 
-struct open_coro {
-	__u64 start_ns; /* 0: started before attach, gives no row */
-	__u32 idx;
-	__u32 tid;
-};
 
 struct scratch {
 	char want[PYSPAN_STR_MAX];
@@ -85,8 +79,10 @@ struct {
 	__type(value, struct thread_calls);
 } threads SEC(".maps");
 
+/* LRU: a coroutine whose end we never see (closed by a path we do not
+ * hook, a lost return) must not fill the table for good. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, PYSPAN_MAX_OPEN_CORO);
 	__type(key, __u64);
 	__type(value, struct open_coro);
@@ -383,8 +379,10 @@ static __always_inline struct thread_calls *thread_stack(__u32 tid)
 static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 now)
 {
 	struct open_coro c = { .start_ns = now, .idx = idx, .tid = tid };
+	struct open_coro *open;
 	__u8 owner = 0;
 
+	c.code = read_ptr(frame + layout.frame_code);
 	if (layout.frame_owner) {
 		/* A thread-owned frame of coroutine code only runs
 		 * RETURN_GENERATOR to create the coroutine object. */
@@ -400,11 +398,13 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 		count_probe(idx, PYSPAN_PC_ENTRIES);
 		return true;
 	}
-	if (!bpf_map_lookup_elem(&open_coros, &frame)) {
-		/* Started before attach: its start is unknown. Remember it
-		 * once so its end is not mistaken for a lost start. */
+	open = bpf_map_lookup_elem(&open_coros, &frame);
+	if (!open || open->code != c.code) {
+		/* Started before attach (or a stale entry of a coroutine
+		 * that used the same memory): its start is unknown.
+		 * Remember it once so its end gives no row. */
 		c.start_ns = 0;
-		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_NOEXIST) == 0)
+		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_ANY) == 0)
 			count(PYSPAN_CNT_MID_CORO);
 	}
 	return true;
@@ -538,6 +538,21 @@ int py_return(struct pt_regs *ctx)
 	return pop_pending(ctx);
 }
 
+/* Several hooked functions may run one step (gen_send calling a
+ * gen_send_ex2 the compiler did not inline): the outermost one times it. */
+static __always_inline bool step_already_pending(__u32 tid, __u64 gen)
+{
+	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 d;
+
+	if (!t)
+		return false;
+	d = t->depth;
+	if (d == 0 || d > SPAN_MAX_DEPTH)
+		return false;
+	return t->call[(d - 1) & (SPAN_MAX_DEPTH - 1)].gen == gen;
+}
+
 /* Coroutine hook (3.8-3.10): every step of a generator or coroutine goes
  * through the interpreter's gen_send_ex(2)(gen, ...); plain calls never do. */
 SEC("uprobe")
@@ -550,6 +565,8 @@ int py_gen_entry(struct pt_regs *ctx)
 	frame = gen ? read_ptr(gen + layout.gen_frame) : 0;
 	if (!frame)
 		return 0; /* finished: the call raises, nothing runs */
+	if (step_already_pending(tid, gen))
+		return 0;
 	value = frame_verdict(frame);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
 		return 0;
@@ -585,8 +602,6 @@ int py_make_function(struct pt_regs *ctx)
 	 * (Busy.crunch next to crunch) is then never taken for it. */
 	value = idx < 0 ? PYSPAN_CODE_NO_MATCH
 			: (__u32)idx | ((flags & CODE_GEN_FLAGS) ? PYSPAN_CODE_IS_GEN : 0);
-	if (idx >= 0 && hook_mode == PYSPAN_HOOK_COROUTINES && !(flags & CODE_GEN_FLAGS))
-		count_probe(idx, PYSPAN_PC_PLAIN_SKIPPED);
 	bpf_map_update_elem(&code_cache, &key, &value, BPF_ANY);
 	return 0;
 }

@@ -15,6 +15,8 @@
 #define PYSPAN_MAX_PROBES 8
 /* Longest qualified name / module file suffix compared in BPF, with NUL. */
 #define PYSPAN_STR_MAX 128
+/* Longest dotted module: "/" MODULE "/__init__.py" must fit. */
+#define PYSPAN_MODULE_MAX (PYSPAN_STR_MAX - 1 - 13)
 /* Value-stack slots of the caller searched for the called function
  * object (3.8-3.10 plain functions whose def ran before attach). */
 #define PYSPAN_CALLER_SLOTS 16
@@ -37,17 +39,6 @@ enum pyspan_frame_model {
 	PYSPAN_MODEL_FRAMEOBJ_STATE = 2,    /* 3.10: PyFrameObject, f_state < 0 when suspended */
 	PYSPAN_MODEL_IFRAME_PREV = 3,       /* 3.11, 3.12: _PyInterpreterFrame.prev_instr */
 	PYSPAN_MODEL_IFRAME_NEXT = 4,       /* 3.13: _PyInterpreterFrame.instr_ptr */
-};
-
-/* Where Python calls are seen (read-only global hook_mode).
- * CALLS: _PyEval_EvalFrameDefault, which every call that is not inlined
- * enters, so every such call pays a trap. COROUTINES (3.8-3.10): the
- * generator step function (gen_send_ex / gen_send_ex2), which only
- * coroutine and generator steps enter: plain calls cost nothing, and
- * only coroutines and generators can be timed. */
-enum pyspan_hook_mode {
-	PYSPAN_HOOK_CALLS = 0,
-	PYSPAN_HOOK_COROUTINES = 1,
 };
 
 /* Byte offsets inside the traced interpreter's objects (x86-64 and
@@ -92,6 +83,15 @@ struct pyspan_probe_cfg {
 	__u32 pad;
 };
 
+/* A coroutine between its first entry and its final return (the
+ * open_coros map, keyed by frame address; the summary counts them). */
+struct open_coro {
+	__u64 start_ns; /* 0: started before attach, gives no row */
+	__u64 code;     /* a frame address reused by another coroutine differs here */
+	__u32 idx;
+	__u32 tid;
+};
+
 /* Counters after span.h's enum span_counter (same per-CPU array). */
 enum pyspan_counter {
 	PYSPAN_CNT_CORO_TABLE_FULL = 6, /* == SPAN_CNT_MAX: no room for an open coroutine */
@@ -106,7 +106,6 @@ enum pyspan_probe_counter {
 	PYSPAN_PC_SPANS,      /* span events submitted */
 	PYSPAN_PC_SYNC,       /* of the spans: plain (non-coroutine) functions */
 	PYSPAN_PC_UNRESOLVED, /* 3.8-3.10 plain function whose qualname was never learned */
-	PYSPAN_PC_PLAIN_SKIPPED, /* coroutine hook: a matched def is a plain function */
 	PYSPAN_PC_MAX,
 };
 

@@ -21,12 +21,16 @@
 _Static_assert((int)PYSPAN_CNT_CORO_TABLE_FULL == (int)SPAN_CNT_MAX,
 	       "pyspan counters continue span.h's");
 
+/* Generator step functions hooked at most (see gen_step_symbols). */
+#define GEN_STEP_MAX 7
+
 struct pyspan {
 	struct pyspan_bpf *skel;
-	struct bpf_link *links[8];
+	struct bpf_link *links[2 * GEN_STEP_MAX + 2];
 	int n_links;
 	struct python_interp interp;
 	bool gen_hook;          /* coroutine hook on the generator step function */
+	bool def_hook;          /* uprobe on PyFunction_NewWithQualName */
 	int n_probes;
 	struct py_probe probes[PYSPAN_MAX_PROBES];
 };
@@ -130,10 +134,10 @@ int pyspan_probe_check(const struct py_probe *p, char *err, size_t errlen)
 			 "function, Class.method or outer.<locals>.inner", p->qualname ? p->qualname : "");
 		return -EINVAL;
 	}
-	if (strlen(p->module) + strlen("/__init__.py") + 1 >= PYSPAN_STR_MAX ||
-	    strlen(p->qualname) >= PYSPAN_STR_MAX) {
-		snprintf(err, errlen, "py:%s:%s is too long (module and qualified name at most %d characters)",
-			 p->module, p->qualname, PYSPAN_STR_MAX - 16);
+	if (strlen(p->module) > PYSPAN_MODULE_MAX || strlen(p->qualname) >= PYSPAN_STR_MAX) {
+		snprintf(err, errlen, "py:%s:%s is too long: the module may have at most %d characters, "
+			 "the qualified name %d", p->module, p->qualname, PYSPAN_MODULE_MAX,
+			 PYSPAN_STR_MAX - 1);
 		return -ENAMETOOLONG;
 	}
 	return 0;
@@ -151,8 +155,9 @@ void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cf
 	for (char *c = path; *c; c++)
 		if (*c == '.')
 			*c = '/';
-	snprintf(cfg->file_suffix, sizeof(cfg->file_suffix), "/%.100s.py", path);
-	snprintf(cfg->pkg_suffix, sizeof(cfg->pkg_suffix), "/%.100s/__init__.py", path);
+	/* pyspan_probe_check() made sure both fit */
+	snprintf(cfg->file_suffix, sizeof(cfg->file_suffix), "/%.*s.py", PYSPAN_MODULE_MAX, path);
+	snprintf(cfg->pkg_suffix, sizeof(cfg->pkg_suffix), "/%.*s/__init__.py", PYSPAN_MODULE_MAX, path);
 	cfg->file_len = (__u32)strlen(cfg->file_suffix);
 	cfg->pkg_len = (__u32)strlen(cfg->pkg_suffix);
 	cfg->probe_id = p->probe_id;
@@ -213,6 +218,8 @@ static int attach(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
 		fprintf(stderr, "pmetrics: %s\n", err);
 		return rc;
 	}
+	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0])))
+		return -E2BIG;
 	link = bpf_program__attach_uprobe(prog, ret_probe, pid, p->interp.path, (size_t)off);
 	if (!link) {
 		rc = -errno;
@@ -224,21 +231,28 @@ static int attach(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
 	return 0;
 }
 
-/* The functions that run a generator or coroutine step on 3.8-3.10: the
- * step function and, on 3.10, the am_send slot the compiler builds with
- * its own copy of it (await and the asyncio task step go through that
- * one). Each takes the generator as its first argument. */
-static int gen_step_symbols(const struct python_interp *interp, const char *syms[2])
+/* The functions that run a generator or coroutine step on 3.8-3.10, each
+ * taking the generator as its first argument. The step function
+ * (gen_send_ex, 3.10 gen_send_ex2) is required; the others hold inlined
+ * copies of it in the builds we know (3.10's PyGen_am_send, the path of
+ * await and of asyncio's task step; gen_iternext for `for` loops;
+ * gen_send, _gen_throw, gen_close for .send(), .throw(), cancellation and
+ * .close()) and are hooked when present. Returns how many are in syms;
+ * the first is the required one. */
+static int gen_step_symbols(const struct python_interp *interp, const char *syms[GEN_STEP_MAX])
 {
+	static const char *const v38[] = { "gen_send_ex", "_PyGen_Send", "gen_iternext",
+					   "_gen_throw", "gen_close" };
+	static const char *const v310[] = { "gen_send_ex2", "PyGen_am_send", "gen_send",
+					    "_PyGen_Send", "gen_iternext", "_gen_throw", "gen_close" };
+	const char *const *list = interp->minor == 10 ? v310 : v38;
+	int n = interp->minor == 10 ? 7 : 5;
+
 	if (interp->major != 3 || interp->minor < 8 || interp->minor > 10)
 		return 0;
-	if (interp->minor < 10) {
-		syms[0] = "gen_send_ex";
-		return 1;
-	}
-	syms[0] = "gen_send_ex2";
-	syms[1] = "PyGen_am_send";
-	return 2;
+	for (int i = 0; i < n; i++)
+		syms[i] = list[i];
+	return n;
 }
 
 static bool has_symbol(const char *path, const char *name)
@@ -249,12 +263,13 @@ static bool has_symbol(const char *path, const char *name)
 	return elf_symbol_offset(path, name, &off, suggest, sizeof(suggest), err, sizeof(err)) == 0;
 }
 
-/* A copy of a step function that the compiler specialised (.isra,
- * .constprop, .part) may take other arguments, or hide a step we would
- * not see: then only the eval loop hook is exact. */
+/* A copy of the step function that the compiler specialised (.isra,
+ * .constprop, .part) may take other arguments or hide steps we would not
+ * see: then only the eval loop hook is exact. (.cold is only the cold
+ * half of the same function: harmless.) */
 static bool has_specialised_copy(const char *path, const char *sym)
 {
-	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0", ".cold" };
+	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0" };
 	char name[128];
 
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
@@ -265,12 +280,12 @@ static bool has_specialised_copy(const char *path, const char *sym)
 	return false;
 }
 
-/* Whether the coroutine hook can be used: asked for, a version where a
- * known set of functions runs every generator step, and those functions
- * in the interpreter's symbol table (a stripped build keeps only exports). */
+/* Whether the coroutine hook can be used: asked for, a version where
+ * known functions run every generator step, and the step function in the
+ * interpreter's symbol table (a stripped build keeps only exports). */
 static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 {
-	const char *syms[2];
+	const char *syms[GEN_STEP_MAX];
 	int n = gen_step_symbols(&p->interp, syms);
 
 	if (!t->coroutine_hook)
@@ -282,13 +297,11 @@ static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 				p->interp.major, p->interp.minor);
 		return false;
 	}
-	for (int i = 0; i < n; i++) {
-		if (!has_symbol(p->interp.path, syms[i]) || has_specialised_copy(p->interp.path, syms[i])) {
-			fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
-				"specialised build): hooking every Python call instead of coroutine steps, "
-				"which costs a trap per call\n", p->interp.path, syms[i]);
-			return false;
-		}
+	if (!has_symbol(p->interp.path, syms[0]) || has_specialised_copy(p->interp.path, syms[0])) {
+		fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
+			"specialised build): hooking every Python call instead of coroutine steps, "
+			"which costs a trap per call\n", p->interp.path, syms[0]);
+		return false;
 	}
 	return true;
 }
@@ -309,7 +322,7 @@ static int attach_pair(struct pyspan *p, const struct pyspan_target *t,
 static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
 {
 	struct pyspan_bpf *skel = p->skel;
-	const char *syms[2];
+	const char *syms[GEN_STEP_MAX];
 	int n, rc = 0;
 
 	if (!p->gen_hook)
@@ -317,7 +330,8 @@ static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
 				   "_PyEval_EvalFrameDefault");
 	n = gen_step_symbols(&p->interp, syms);
 	for (int i = 0; i < n && rc == 0; i++)
-		rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i]);
+		if (i == 0 || has_symbol(p->interp.path, syms[i]))
+			rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i]);
 	return rc;
 }
 
@@ -330,8 +344,9 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 
 	skel = pyspan_bpf__open();
 	if (!skel) {
-		fprintf(stderr, "pmetrics: cannot open the Python span BPF object: %s\n", strerror(errno));
-		return -errno;
+		rc = errno ? -errno : -ENOMEM;
+		fprintf(stderr, "pmetrics: cannot open the Python span BPF object: %s\n", strerror(-rc));
+		return rc;
 	}
 	p->skel = skel;
 	skel->rodata->targ_tgid = (__u32)t->pid;
@@ -340,9 +355,12 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	for (int i = 0; i < p->n_probes; i++)
 		pyspan_probe_cfg_fill(&p->probes[i], (struct pyspan_probe_cfg *)&skel->rodata->probes[i]);
 	/* Only 3.8-3.10 need the def statement to learn plain functions' qualnames. */
-	bpf_program__set_autoload(skel->progs.py_make_function, layout->code_qualname == 0);
 	p->gen_hook = use_gen_hook(p, t);
-	skel->rodata->hook_mode = p->gen_hook ? PYSPAN_HOOK_COROUTINES : PYSPAN_HOOK_CALLS;
+	/* 3.8-3.10 plain functions learn their qualname at the def statement;
+	 * the coroutine hook times no plain function, so it pays no trap
+	 * per def, lambda or closure either. */
+	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
+	bpf_program__set_autoload(skel->progs.py_make_function, p->def_hook);
 	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
@@ -355,7 +373,7 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	}
 	if ((rc = attach_hooks(p, t)))
 		return rc;
-	if (layout->code_qualname == 0 &&
+	if (p->def_hook &&
 	    (rc = attach(p, skel->progs.py_make_function, false, t->pid, "PyFunction_NewWithQualName")))
 		return rc;
 	link = bpf_program__attach(skel->progs.py_thread_exit);
@@ -396,6 +414,13 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 	rc = find_interp(target, &p->interp);
 	if (rc)
 		goto fail;
+	if (p->interp.free_threaded) {
+		fprintf(stderr, "pmetrics: %s is a free-threaded CPython (%d.%dt), whose objects py: "
+			"probes cannot read; use the default build of Python %d.%d\n", p->interp.path,
+			p->interp.major, p->interp.minor, p->interp.major, p->interp.minor);
+		rc = -ENOTSUP;
+		goto fail;
+	}
 	if (pyspan_layout_for(p->interp.major, p->interp.minor, &layout)) {
 		fprintf(stderr, "pmetrics: %s is Python %d.%d, which py: probes do not support "
 			"(supported: 3.8 to 3.13)\n", p->interp.path, p->interp.major, p->interp.minor);
@@ -440,14 +465,12 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 
 	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
 		(unsigned long long)spans);
-	__u64 plain = pyspan_probe_counter(p, i, PYSPAN_PC_PLAIN_SKIPPED);
 	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
 
-	if (plain || (p->gen_hook && !seen))
-		fprintf(out, "pmetrics: warning: py:%s:%s %s the coroutine hook times only "
-			"coroutines and generators; use --python-hook calls for plain functions\n",
-			pr->module, pr->qualname,
-			plain ? "is a plain function:" : "was never seen; if it is a plain function,");
+	if (p->gen_hook && !seen)
+		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function, "
+			"the coroutine hook cannot time it: use --python-hook calls\n",
+			pr->module, pr->qualname);
 	else if (unresolved)
 		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
 			"were not timed: they came from C code, and on Python %d.%d its qualified name "
@@ -465,7 +488,7 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 /* Coroutines that started under pmetrics and have not finished. */
 static __u64 open_coroutines(const struct pyspan *p)
 {
-	struct { __u64 start_ns; __u32 idx, tid; } value; /* bpf/pyspan.bpf.c's open_coro */
+	struct open_coro value;
 	int fd = bpf_map__fd(p->skel->maps.open_coros);
 	__u64 key, next, n = 0;
 	void *prev = NULL;
@@ -487,7 +510,8 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 		[SPAN_CNT_RINGBUF_FULL] = "ring buffer full",
 		[SPAN_CNT_DEPTH_OVERFLOW] = "nesting deeper than 64",
 		[SPAN_CNT_THREAD_EXIT] = "open when the thread exited",
-		[SPAN_CNT_UNWOUND] = "return never seen",
+		[SPAN_CNT_UNWOUND] = "return never seen: deeper than the kernel's 64 pending "
+				      "returns per thread, or unwound",
 		[SPAN_CNT_NO_ENTRY] = "return without entry",
 		[SPAN_CNT_STACK_FULL] = "too many threads",
 		[PYSPAN_CNT_CORO_TABLE_FULL] = "too many open coroutines",

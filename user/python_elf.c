@@ -33,6 +33,20 @@ int python_version_from_name(const char *path, int *major, int *minor)
 	return -1;
 }
 
+bool python_name_free_threaded(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *p;
+
+	base = base ? base + 1 : path;
+	for (p = strstr(base, "python"); p; p = strstr(p + 1, "python")) {
+		int ma, mi, used = 0;
+		if (sscanf(p, "python%d.%d%n", &ma, &mi, &used) == 2 && used > 0)
+			return p[used] == 't';
+	}
+	return false;
+}
+
 int python_needed_libpython(const char *path, char *out, size_t len)
 {
 	Elf_Scn *scn = NULL;
@@ -187,10 +201,14 @@ static int interp_from_file(const char *file, const char *name_hint,
 	if ((rc = check_cpython(file, err, errlen)))
 		return rc;
 	snprintf(out->path, sizeof(out->path), "%s", file);
-	if (python_version_from_name(file, &out->major, &out->minor) == 0)
+	if (python_version_from_name(file, &out->major, &out->minor) == 0) {
+		out->free_threaded = python_name_free_threaded(file);
 		return 0;
-	if (name_hint && python_version_from_name(name_hint, &out->major, &out->minor) == 0)
+	}
+	if (name_hint && python_version_from_name(name_hint, &out->major, &out->minor) == 0) {
+		out->free_threaded = python_name_free_threaded(name_hint);
 		return 0;
+	}
 	snprintf(err, errlen, "cannot tell the CPython version of %s from its name "
 		 "(expected pythonX.Y or libpythonX.Y.so)", file);
 	return -ENOEXEC;

@@ -11,11 +11,14 @@
 struct python_interp {
 	char path[4096]; /* file to place the uprobes in */
 	int major, minor; /* 3, 10 */
+	bool free_threaded; /* python3.13t: another object layout */
 };
 
 /* Parses "X.Y" out of a file name such as libpython3.10.so.1.0,
  * libpython3.7m.so or python3.11. Returns 0, or -1 when none is there. */
 int python_version_from_name(const char *path, int *major, int *minor);
+/* Whether that name is a free-threaded build's (python3.13t). */
+bool python_name_free_threaded(const char *path);
 
 /* Reads PATH's DT_NEEDED entries and returns the first one naming
  * libpython ("libpython3.10.so.1.0") in out. Returns 0 or -1. */

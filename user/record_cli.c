@@ -54,6 +54,7 @@ void record_usage(FILE *out)
 "                           (3.8-3.10; default with --preset robot-server):\n"
 "                           only coroutine and generator steps trap, plain\n"
 "                           calls cost nothing, plain functions are not timed\n"
+"  py: probes trace the target process only, not its children.\n"
 "\n"
 "Session:\n"
 "  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h); default:\n"
@@ -106,8 +107,13 @@ static int add_probe(struct record_opts *o, const char *arg)
 		return usage_error("%s", err);
 	if (p->kind == PROBE_PYTHON) {
 		struct py_probe py = { .module = p->binary, .qualname = p->symbol };
+		int n_python = 1;
 		if (pyspan_probe_check(&py, err, sizeof(err)))
 			return usage_error("%s", err);
+		for (int i = 0; i < o->n_probes; i++)
+			n_python += o->probes[i].kind == PROBE_PYTHON;
+		if (n_python > PYSPAN_MAX_PROBES)
+			return usage_error("too many py: probes (at most 8 per capture): %s", arg);
 	}
 	for (int i = 0; i < o->n_probes; i++)
 		if (strcmp(o->probes[i].state, p->state) == 0 &&

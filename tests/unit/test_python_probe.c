@@ -97,6 +97,19 @@ static void probe_names_rejected(void **state)
 	longname[sizeof(longname) - 1] = '\0';
 	assert_int_equal(check("m", longname), -ENAMETOOLONG);
 	assert_int_equal(check(longname, "f"), -ENAMETOOLONG);
+	/* the longest module accepted still fits whole in both suffixes */
+	longname[PYSPAN_MODULE_MAX] = '\0';
+	assert_int_equal(check(longname, "f"), 0);
+	{
+		struct py_probe p = { .module = longname, .qualname = "f" };
+		struct pyspan_probe_cfg cfg;
+		pyspan_probe_cfg_fill(&p, &cfg);
+		assert_int_equal(cfg.pkg_len, PYSPAN_MODULE_MAX + strlen("/") + strlen("/__init__.py"));
+		assert_int_equal(cfg.file_len, PYSPAN_MODULE_MAX + strlen("/") + strlen(".py"));
+	}
+	longname[PYSPAN_MODULE_MAX] = 'a';
+	longname[PYSPAN_MODULE_MAX + 1] = '\0';
+	assert_int_equal(check(longname, "f"), -ENAMETOOLONG);
 }
 
 static void matcher_config(void **state)
@@ -143,6 +156,10 @@ static void version_from_file_names(void **state)
 	}
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
 		assert_int_equal(python_version_from_name(none[i], &major, &minor), -1);
+	assert_true(python_name_free_threaded("python3.13t"));
+	assert_true(python_name_free_threaded("/usr/lib/libpython3.13t.so.1.0"));
+	assert_false(python_name_free_threaded("libpython3.13.so.1.0"));
+	assert_false(python_name_free_threaded("/usr/bin/python3.10"));
 }
 
 /* A pyenv interpreter links libpython: DT_NEEDED names it and RUNPATH

@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
+  (robot, sync, threads, gens, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -56,6 +56,34 @@ async def long():
     print("long started", flush=True)
     await analyzer.analyze(2.0)
     await analyzer.analyze(0.1)
+
+
+def gens():
+    """TICKS: 1 row of 30 ms (a generator run by a for loop). STEPPED: 2
+    rows, 20 ms (driven by .send() to the end) and 10 ms (.close() at its
+    suspension). ANALYZING_PROTOCOL: 1 row of 100 ms (a task cancelled
+    mid-analysis)."""
+    for _ in work.ticks(3):
+        pass
+    c = work.stepped(0.01)
+    c.send(None)
+    try:
+        c.send(None)
+    except StopIteration:
+        pass
+    c = work.stepped(0.01)
+    c.send(None)
+    c.close()
+
+    async def cancel():
+        task = asyncio.ensure_future(ProtocolAnalyzer().analyze(1.0))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+    asyncio.run(cancel())
 
 
 def at_exit():
@@ -167,6 +195,8 @@ def main(argv):
             sync()
         elif name == "threads":
             threads()
+        elif name == "gens":
+            gens()
         elif name == "long":
             asyncio.run(long())
         elif name == "atexit":

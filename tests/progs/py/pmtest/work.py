@@ -10,3 +10,23 @@ def crunch(seconds):
 class Busy:
     def crunch(self, seconds):
         time.sleep(seconds)
+
+
+def ticks(n):
+    """A generator: n steps of 10 ms."""
+    for i in range(n):
+        time.sleep(0.01)
+        yield i
+
+
+class _Yield:
+    def __await__(self):
+        yield
+
+
+async def stepped(seconds):
+    """A coroutine stepped by hand with .send(): sleeps, suspends once,
+    sleeps again."""
+    time.sleep(seconds)
+    await _Yield()
+    time.sleep(seconds)
