@@ -18,6 +18,8 @@
 #include <linux/capability.h>
 
 #include "elf_symbols.h"
+#include "resource_notify.h"
+#include "resources.h"
 #include "span_stats.h"
 #include "span_tracer.h"
 #include "target.h"
@@ -41,6 +43,7 @@ struct session {
 	uint64_t counters[SPAN_CNT_MAX]; /* loss counters at that moment */
 	uint64_t spans_seen;
 	uint64_t spans_other; /* events with an unknown probe id */
+	struct resource_sampler *res; /* --resources */
 };
 
 uint64_t pmetrics_start_ns;
@@ -319,6 +322,79 @@ static bool target_done(struct session *s)
 	return target_reap(&s->target);
 }
 
+/* ---- resource sampling (issue 4) -------------------------------------- */
+
+/* Opens the sampler (BPF iterator + its CSV files) for --resources: the
+ * whole system, or the target and its children. */
+static int resources_start(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct resource_opts ro;
+	char err[512];
+
+	if (!o->resources)
+		return 0;
+	if (resource_opts_for_record(&ro, o->resource_filters, o->n_resource_filters,
+				     o->resource_interval_s, err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	ro.storage_dir = o->output_dir;
+	ro.root_pid = s->target.pid;
+	ro.follow_children = o->follow_children;
+	ro.layout = o->layout;
+	ro.verbose = o->verbose;
+	if (resource_sampler_open(&s->res, &ro))
+		return -1;
+	verbose(o, "resource sampler attached: %s, every %.3g s",
+		ro.root_pid > 0 ? "the target and its children" : "the whole system", ro.interval_s);
+	return 0;
+}
+
+/* Polls when a poll is due. Returns -1 when sampling cannot go on (out of
+ * memory, rows not written). */
+static int resources_tick(struct session *s)
+{
+	if (!s->res || monotonic_ns() < resource_sampler_next_due_ns(s->res))
+		return 0;
+	if (resource_sampler_poll(s->res))
+		return -1;
+	return resource_sampler_stats(s->res)->write_errors ? -1 : 0;
+}
+
+/* Once everything is attached and a launched command runs its own
+ * program: the first poll, then READY=1 for systemd. */
+static void resources_begin(struct session *s)
+{
+	if (!s->opts->resources)
+		return;
+	resources_tick(s);
+	sd_notify_ready();
+}
+
+/* Summary and close; returns 1 when rows were lost, else 0. */
+static int resources_finish(struct session *s)
+{
+	int ret;
+
+	if (!s->res)
+		return 0;
+	resource_sampler_summary(s->res, stderr);
+	ret = resource_sampler_stats(s->res)->write_errors ? 1 : 0;
+	if (ret)
+		fail("writing the resource rows in %s failed: free space and start again",
+		     s->opts->output_dir);
+	resource_sampler_close(s->res);
+	s->res = NULL;
+	return ret;
+}
+
+static void resources_discard(struct session *s)
+{
+	resource_sampler_discard(s->res);
+	s->res = NULL;
+}
+
 static const char *capture_loop(struct session *s)
 {
 	uint64_t start = monotonic_ns(), last_flush = start;
@@ -342,6 +418,8 @@ static const char *capture_loop(struct session *s)
 			return "duration reached";
 		if (target_done(s))
 			return "target exited";
+		if (resources_tick(s))
+			return "resource sampling failed";
 	}
 }
 
@@ -448,7 +526,7 @@ static int setup(struct session *s)
 		return -1;
 	}
 	wall_clock_sync(&s->clock);
-	if (open_csv(s))
+	if (open_csv(s) || resources_start(s))
 		return -1;
 	verbose(o, "probes live %.1f ms after start",
 		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
@@ -477,6 +555,80 @@ static void stop_launched_command(struct session *s)
 		usleep(20000);
 }
 
+/* ---- --resources without probes: no span tracer at all --------------- */
+
+static bool has_target(const struct session *s)
+{
+	return s->opts->pid || s->opts->command;
+}
+
+static int setup_resources_only(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	char err[1024];
+
+	if (check_privileges() || check_btf(o) || make_output_dir(s, o->output_dir) ||
+	    (has_target(s) && start_target(s)) || resources_start(s))
+		return -1;
+	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sleeps until the next poll, the end of the capture, 100 ms or the
+ * target's exit, whichever comes first; a signal cuts it short. */
+static void wait_for_next_poll(struct session *s, uint64_t end)
+{
+	uint64_t now = monotonic_ns(), until = resource_sampler_next_due_ns(s->res);
+	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+	uint64_t wait_ms;
+
+	if (end && end < until)
+		until = end;
+	wait_ms = until > now ? (until - now + 999999) / 1000000 : 0;
+	if (wait_ms > POLL_INTERVAL_MS)
+		wait_ms = POLL_INTERVAL_MS;
+	poll(&pfd, pfd.fd >= 0 ? 1 : 0, (int)wait_ms);
+}
+
+static const char *resources_only_loop(struct session *s)
+{
+	uint64_t end = s->opts->duration_ns ? monotonic_ns() + s->opts->duration_ns : 0;
+
+	for (;;) {
+		if (resources_tick(s))
+			return "resource sampling failed";
+		if (stop_signal)
+			return stop_signal == SIGINT ? "interrupted" : "terminated";
+		if (end && monotonic_ns() >= end)
+			return "duration reached";
+		if (has_target(s) && target_done(s))
+			return "target exited";
+		wait_for_next_poll(s, end);
+	}
+}
+
+static int run_resources_only(struct session *s)
+{
+	uint64_t started;
+	const char *why;
+
+	if (setup_resources_only(s)) {
+		resources_discard(s);
+		remove_created_dirs(s);
+		return 1;
+	}
+	started = monotonic_ns();
+	resources_begin(s);
+	why = resources_only_loop(s);
+	stop_launched_command(s);
+	fprintf(stderr, "pmetrics: %s after %.2fs\n", why,
+		(double)(monotonic_ns() - started) / 1e9);
+	return resources_finish(s);
+}
+
 int record_run(const struct record_opts *opts)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -492,13 +644,19 @@ int record_run(const struct record_opts *opts)
 	s->target.pidfd = s->target.release_fd = s->target.exec_error_fd = -1;
 	libbpf_set_print(opts->verbose ? libbpf_log : NULL);
 	install_signal_handlers();
+	if (opts->n_probes == 0) {
+		ret = run_resources_only(s);
+		goto out;
+	}
 	if (setup(s)) {
 		ret = 1;
 		csv_file_discard(s->csv);
 		s->csv = NULL;
+		resources_discard(s);
 		remove_created_dirs(s);
 		goto out;
 	}
+	resources_begin(s);
 	started = monotonic_ns();
 	why = capture_loop(s);
 	drain(s);
@@ -514,6 +672,8 @@ int record_run(const struct record_opts *opts)
 	if (s->write_error)
 		report_write_error(s);
 	ret = s->write_error ? 1 : 0;
+	if (resources_finish(s))
+		ret = 1;
 	csv_file_close(s->csv);
 out:
 	teardown(s);

@@ -463,6 +463,8 @@ int resource_sampler_poll(struct resource_sampler *s)
 	uint64_t query_ns, boot_ns;
 	int err;
 
+	if (s->stats.polls == 0) /* the schedule starts at the first poll */
+		s->next_due_ns = now;
 	s->next_due_ns += s->interval_ns;
 	if (s->next_due_ns <= now) /* late (suspend, slow disk): skip ahead */
 		s->next_due_ns = now + s->interval_ns;
@@ -629,4 +631,14 @@ void resource_sampler_close(struct resource_sampler *s)
 		}
 	free(s->tasks);
 	free(s);
+}
+
+void resource_sampler_discard(struct resource_sampler *s)
+{
+	if (!s)
+		return;
+	csv_file_discard(s->data);
+	csv_file_discard(s->series);
+	s->data = s->series = NULL;
+	resource_sampler_close(s);
 }
