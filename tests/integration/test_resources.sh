@@ -264,16 +264,22 @@ OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS='nomatch*' OT_SYSTEM_RESOURCE_TRACKER
 n=$(res_rows "$out/system_resource_data" "sleep 301")
 if [ $rc -eq 0 ] && [ "$n" -ge 2 ]; then t_pass; else t_fail "rc $rc, $n rows"; fi
 
+# notify_listen SOCK OUT: plays systemd's notify socket at SOCK; the first
+# datagram goes to OUT. Sets np to the listener's pid.
+notify_listen() {
+	rm -f "$1"
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); s.settimeout(30)
+print(s.recv(256).decode(), flush=True)' "$1" >"$2" & np=$!; PIDS+=("$np")
+	for _ in $(seq 100); do [ -S "$1" ] && break; sleep 0.05; done
+}
+
 t_begin record_notifies_systemd_ready
 if ! command -v python3 >/dev/null; then
 	t_skip "python3 not installed (plays systemd's notify socket)"
 else
-	sock="$T_TMP/notify.sock"
-	python3 -c 'import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); s.settimeout(30)
-print(s.recv(256).decode(), flush=True)' "$sock" >"$T_TMP/notify.out" & np=$!; PIDS+=("$np")
-	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
-	NOTIFY_SOCKET="$sock" rec --resources --duration 1s --process-filter 'sleep 301' -o "$(fresh_dir)"
+	notify_listen "$T_TMP/notify.sock" "$T_TMP/notify.out"
+	NOTIFY_SOCKET="$T_TMP/notify.sock" rec --resources --duration 1s --process-filter 'sleep 301' -o "$(fresh_dir)"
 	wait "$np"
 	if [ $rc -eq 0 ] && [ "$(cat "$T_TMP/notify.out")" = "READY=1" ]; then t_pass
 	else t_fail "rc $rc, notify got '$(cat "$T_TMP/notify.out")'"; fi
@@ -310,3 +316,42 @@ bad_rec record_env_interval_below_1s "at least 1.0" OT_SYSTEM_RESOURCE_TRACKER_R
 bad_rec record_env_empty_filters "comma-separated" OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS=', ,' -- --resources -o "$never"
 bad_rec record_env_bad_log_level "LOGGING_LEVEL" OT_SYSTEM_RESOURCE_TRACKER_LOGGING_LEVEL=info -- --resources -o "$never"
 bad_rec record_probes_need_a_target "no target" -- --resources -P A=:f -o "$never"
+
+# ---- the systemd unit in dist/ ------------------------------------------------------------------
+unit="$ROOT/dist/pmetrics-resources.service"
+t_begin dist_unit_verifies
+if ! command -v systemd-analyze >/dev/null; then
+	t_skip "systemd-analyze not installed"
+else
+	sed "s|/usr/bin/pmetrics|$PMETRICS|" "$unit" >"$T_TMP/pmetrics-resources.service"
+	err=$(systemd-analyze verify "$T_TMP/pmetrics-resources.service" 2>&1)
+	if [ $? -eq 0 ] && [ -z "$err" ]; then t_pass; else t_fail "$err"; fi
+fi
+
+# The unit's on/off switch behaves as the tracker's ENABLED: true in any case.
+t_begin dist_unit_condition_follows_enabled
+cond=$(sed -n "s/^ExecCondition=\/bin\/sh -c '\(.*\)'$/\1/p" "$unit" | sed 's/\$\$/$/g')
+v=OT_SYSTEM_RESOURCE_TRACKER_ENABLED
+if [ -n "$cond" ] && env "$v=True" sh -c "$cond" && ! env "$v=false" sh -c "$cond" &&
+	! env "$v=yes" sh -c "$cond" && ! env -u "$v" sh -c "$cond"; then t_pass; else t_fail "condition '$cond'"; fi
+
+# ExecStart with the unit's own environment (storage dir and filters
+# pointed at this test) runs, notifies READY=1 and writes the rows.
+t_begin dist_unit_runs_as_the_tracker
+if ! command -v python3 >/dev/null; then
+	t_skip "python3 not installed (plays systemd's notify socket)"
+else
+	out=$(fresh_dir)
+	mapfile -t envs < <(sed -n 's/^Environment=//p' "$unit" | sed 's/^"\(.*\)"$/\1/')
+	read -r -a cmd <<<"$(sed -n 's/^ExecStart=//p' "$unit")"
+	cmd[0]="$PMETRICS"
+	notify_listen "$T_TMP/unit.sock" "$T_TMP/unit.out"
+	env -i PATH="$PATH" "${envs[@]}" NOTIFY_SOCKET="$T_TMP/unit.sock" \
+		OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR="$out/" OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS='sleep 301' \
+		timeout 20 "${cmd[@]}" --duration 1500ms >/dev/null 2>"$T_TMP/unit.err"
+	rc=$?
+	wait "$np"
+	if [ $rc -eq 0 ] && [ "$(cat "$T_TMP/unit.out")" = "READY=1" ] &&
+		[ "$(res_rows "$out/system_resource_data" "sleep 301")" -eq 1 ]; then t_pass
+	else t_fail "rc $rc, notify '$(cat "$T_TMP/unit.out")': $(head -c 300 "$T_TMP/unit.err")"; fi
+fi
