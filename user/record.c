@@ -577,26 +577,35 @@ static int setup_resources_only(struct session *s)
 	return 0;
 }
 
-/* Sleeps until the next poll, the end of the capture, 100 ms or the
- * target's exit, whichever comes first; a signal cuts it short. */
-static void wait_for_next_poll(struct session *s, uint64_t end)
+/* Sleeps until the next poll, the end of the capture or the target's
+ * exit, whichever comes first: one wake-up per interval. The stop signals
+ * are blocked outside this wait (UNBLOCKED is the mask inside it), so one
+ * arriving just before it still cuts it short. */
+static void wait_for_next_poll(struct session *s, uint64_t end, const sigset_t *unblocked)
 {
 	uint64_t now = monotonic_ns(), until = resource_sampler_next_due_ns(s->res);
 	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
-	uint64_t wait_ms;
+	struct timespec ts = { 0, 0 };
 
 	if (end && end < until)
 		until = end;
-	wait_ms = until > now ? (until - now + 999999) / 1000000 : 0;
-	if (wait_ms > POLL_INTERVAL_MS)
-		wait_ms = POLL_INTERVAL_MS;
-	poll(&pfd, pfd.fd >= 0 ? 1 : 0, (int)wait_ms);
+	if (until > now) {
+		ts.tv_sec = (time_t)((until - now) / 1000000000ull);
+		ts.tv_nsec = (long)((until - now) % 1000000000ull);
+	}
+	ppoll(&pfd, pfd.fd >= 0 ? 1 : 0, &ts, unblocked);
 }
 
 static const char *resources_only_loop(struct session *s)
 {
 	uint64_t end = s->opts->duration_ns ? monotonic_ns() + s->opts->duration_ns : 0;
+	sigset_t stops, unblocked;
 
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &unblocked);
 	for (;;) {
 		if (resources_tick(s))
 			return "resource sampling failed";
@@ -606,7 +615,7 @@ static const char *resources_only_loop(struct session *s)
 			return "duration reached";
 		if (has_target(s) && target_done(s))
 			return "target exited";
-		wait_for_next_poll(s, end);
+		wait_for_next_poll(s, end, &unblocked);
 	}
 }
 
