@@ -84,6 +84,7 @@ struct resource_stats {
 	uint64_t write_errors;
 	uint64_t failed_polls;    /* iterator read failed: poll lost */
 	uint64_t poll_cpu_ns;     /* sampler thread CPU time over all polls */
+	uint64_t first_poll_cpu_ns; /* of it, the first poll (reads every command line) */
 	uint64_t threads_last;    /* threads in the last pass */
 };
 const struct resource_stats *resource_sampler_stats(const struct resource_sampler *s);
