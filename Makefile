@@ -135,6 +135,11 @@ $(OUT)/progs/res_%: tests/progs/res_%.c | $(OUT)/progs
 $(OUT)/progs/res_sample: tests/progs/res_sample.c $(LIB_OBJS) | $(OUT)/progs
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PM_CFLAGS) -o $@ $< $(LIB_OBJS) $(LIBS)
+
+# make bench: the resource sampler against a psutil tracker, and the
+# slowdown of a context-switch-heavy and a page-fault-heavy target.
+BENCH_EXTRA += $(OUT)/progs/res_pingpong $(OUT)/progs/res_faults
+BENCH_SCRIPTS += bench/resources.sh
 # ---- END resources ----
 
 # ---- entry points ------------------------------------------------------
