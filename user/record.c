@@ -20,6 +20,7 @@
 #include "elf_symbols.h"
 #include "resource_notify.h"
 #include "resources.h"
+#include "span_resources.h"
 #include "span_stats.h"
 #include "span_tracer.h"
 #include "target.h"
@@ -44,6 +45,8 @@ struct session {
 	uint64_t spans_seen;
 	uint64_t spans_other; /* events with an unknown probe id */
 	struct resource_sampler *res; /* --resources */
+	struct span_resource_writer *span_res; /* --resources with probes */
+	uint64_t span_res_flushed_ns;
 };
 
 uint64_t pmetrics_start_ns;
@@ -215,6 +218,7 @@ static int load_tracer(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.btf_path = o->btf_path,
 		.empty_probes = o->bench_floor,
+		.resources = o->resources,
 	};
 	int ret = span_tracer_load(&s->spans, &topts);
 
@@ -247,6 +251,20 @@ static int attach_probes(struct session *s)
 
 /* ---- rows ------------------------------------------------------------ */
 
+/* The companion row of a span that carries its resource context: the
+ * same state name and start time as its row in the span file. */
+static void span_resources_row(struct session *s, const struct span_resource_event *e)
+{
+	int err;
+
+	if (!s->span_res)
+		return;
+	err = span_resource_writer_add(s->span_res, s->opts->probes[e->span.probe_id].state,
+				       wall_clock_from_mono(&s->clock, e->span.start_ns), e);
+	if (err && !s->write_error)
+		s->write_error = -err;
+}
+
 static int on_span(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -268,6 +286,8 @@ static int on_span(void *ctx, void *data, size_t size)
 		s->write_error = -csv_file_append(s->csv, &row);
 	else
 		csv_file_append(s->csv, &row); /* counted as dropped */
+	if (size >= sizeof(struct span_resource_event))
+		span_resources_row(s, data);
 	return 0;
 }
 
@@ -346,6 +366,11 @@ static int resources_start(struct session *s)
 	ro.verbose = o->verbose;
 	if (resource_sampler_open(&s->res, &ro))
 		return -1;
+	if (o->n_probes && span_resource_writer_open(&s->span_res, o->output_dir, o->layout,
+						     err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
 	verbose(o, "resource sampler attached: %s, every %.3g s",
 		ro.root_pid > 0 ? "the target and its children" : "the whole system", ro.interval_s);
 	return 0;
@@ -355,7 +380,16 @@ static int resources_start(struct session *s)
  * memory, rows not written). */
 static int resources_tick(struct session *s)
 {
-	if (!s->res || monotonic_ns() < resource_sampler_next_due_ns(s->res))
+	uint64_t now = monotonic_ns();
+
+	if (s->span_res && now - s->span_res_flushed_ns >= FLUSH_INTERVAL_NS) {
+		int err = span_resource_writer_flush(s->span_res);
+
+		if (err && !s->write_error)
+			s->write_error = -err;
+		s->span_res_flushed_ns = now;
+	}
+	if (!s->res || now < resource_sampler_next_due_ns(s->res))
 		return 0;
 	if (resource_sampler_poll(s->res))
 		return -1;
@@ -375,15 +409,26 @@ static void resources_begin(struct session *s)
 /* Summary and close; returns 1 when rows were lost, else 0. */
 static int resources_finish(struct session *s)
 {
-	int ret;
+	int ret = 0;
 
+	if (s->span_res) {
+		ret = span_resource_writer_flush(s->span_res) ? 1 : 0;
+		fprintf(stderr, "resources: %llu span context rows\n",
+			(unsigned long long)span_resource_writer_rows(s->span_res));
+		if (span_resource_writer_close(s->span_res) || ret) {
+			fail("writing the span resource rows in %s failed", s->opts->output_dir);
+			ret = 1;
+		}
+		s->span_res = NULL;
+	}
 	if (!s->res)
-		return 0;
+		return ret;
 	resource_sampler_summary(s->res, stderr);
-	ret = resource_sampler_stats(s->res)->write_errors ? 1 : 0;
-	if (ret)
+	if (resource_sampler_stats(s->res)->write_errors) {
 		fail("writing the resource rows in %s failed: free space and start again",
 		     s->opts->output_dir);
+		ret = 1;
+	}
 	resource_sampler_close(s->res);
 	s->res = NULL;
 	return ret;
@@ -391,6 +436,8 @@ static int resources_finish(struct session *s)
 
 static void resources_discard(struct session *s)
 {
+	span_resource_writer_discard(s->span_res);
+	s->span_res = NULL;
 	resource_sampler_discard(s->res);
 	s->res = NULL;
 }
