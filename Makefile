@@ -126,7 +126,7 @@ $(OUT)/progs/demo: tests/progs/demo.c | $(OUT)/progs
 # Resource sampler test programs (tests/progs/res_*.c): processes with a
 # known CPU/memory/churn behaviour, and res_sample, a driver running the
 # sampler's life cycle on its own (tests/integration/test_resources.sh).
-RES_PROGS := $(OUT)/progs/res_burn $(OUT)/progs/res_touch $(OUT)/progs/res_churn \
+RES_PROGS := $(OUT)/progs/res_burn $(OUT)/progs/res_touch $(OUT)/progs/res_churn $(OUT)/progs/res_spans \
 	$(OUT)/progs/res_sample
 CHECK_EXTRA += $(RES_PROGS)
 

@@ -355,3 +355,63 @@ else
 		[ "$(res_rows "$out/system_resource_data" "sleep 301")" -eq 1 ]; then t_pass
 	else t_fail "rc $rc, notify '$(cat "$T_TMP/unit.out")': $(head -c 300 "$T_TMP/unit.err")"; fi
 fi
+
+# ---- per-span resource context (--resources with probes) -------------------------------------------
+# res_spans calls, once each: a 200 ms sleep, a 200 ms CPU-time spin,
+# 64 MiB faulted in and kept, 64 MiB faulted in and unmapped. Tolerances:
+# - on-CPU: the scheduler's sum_exec_runtime lags by up to a tick (4 ms at
+#   HZ=250) at each end, plus the probes' own traps: spin 200 ms in
+#   [190, 220] ms, sleep under 20 ms.
+# - on-CPU + run-queue wait + blocked = duration exactly (blocked is the
+#   rest, by definition), unless the two counters' update lag (a tick
+#   each) makes them overshoot the duration: then blocked is 0 and the
+#   overshoot at most 8 ms.
+# - sleep: blocked in [190 ms, duration]; at least one voluntary switch.
+# - faults: 16384 4-KiB pages (huge pages off for the mapping) -> minor
+#   faults in [16384, 16384 + 64] (the call's own stack and libc).
+# - RSS: the counters' shared part, within 32 pages per CPU of exact:
+#   +-1 MiB on the 64 MiB steps.
+t_begin span_context_rows_match_the_span_rows
+out=$(fresh_dir)
+rec --resources --interval 10 -o "$out" -P SLEEP=:pm_res_sleep -P SPIN=:pm_res_spin \
+	-P FAULT=:pm_res_fault -P FAULT_FREE=:pm_res_fault_free -- "$PROGS/res_spans"
+ctx="$out/robot_context_resources"
+if [ $rc -eq 0 ] && [ "$(wc -l <"$ctx")" -eq 4 ] &&
+	[ "$(cut -d, -f1-3 "$ctx")" = "$(cat "$out/robot_context_data")" ] &&
+	[ "$(awk -F, 'NF != 3' "$out/robot_context_data" | wc -l)" -eq 0 ]; then t_pass
+else t_fail "rc $rc: $(head -c 400 "$ctx" 2>&1) $(head -c 300 "$T_TMP/rec.err")"; fi
+t_begin span_context_header
+if [ "$(cat "$ctx"_headers)" = "state_name,function_start_time,duration,oncpu_ns,runq_wait_ns,blocked_ns,voluntary_switches,involuntary_switches,migrations,minor_faults,major_faults,rss_start_kb,rss_end_kb,rss_peak_kb" ]; then t_pass
+else t_fail "$(cat "$ctx"_headers)"; fi
+# col STATE N: column N of STATE's row in the span context file.
+col() { awk -F, -v s="$1" -v n="$2" '$1 == s { print $n }' "$ctx"; }
+between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v >= lo && v <= hi) }'; }
+# blocked is the rest of the duration; the two counters may overshoot it
+# by their update lag (one tick each, 8 ms), and blocked is then 0.
+t_begin span_context_parts_sum_to_duration
+bad=$(awk -F, '{ rest = $3 - $4 - $5 } rest >= 0 && $6 != rest || rest < 0 && ($6 != 0 || rest < -8000000)' "$ctx")
+if [ -z "$bad" ]; then t_pass; else t_fail "oncpu + runq + blocked != duration: $bad"; fi
+t_begin span_context_sleep_is_blocked
+if between "$(col SLEEP 4)" 0 20000000 && between "$(col SLEEP 6)" 190000000 "$(col SLEEP 3)" &&
+	between "$(col SLEEP 7)" 1 1000; then t_pass
+else t_fail "oncpu $(col SLEEP 4) blocked $(col SLEEP 6) of $(col SLEEP 3), nvcsw $(col SLEEP 7)"; fi
+t_begin span_context_spin_is_on_cpu
+if between "$(col SPIN 4)" 190000000 220000000 && between "$(col SPIN 7)" 0 2; then t_pass
+else t_fail "oncpu $(col SPIN 4), voluntary switches $(col SPIN 7)"; fi
+t_begin span_context_fault_counts_pages
+if between "$(col FAULT 10)" 16384 16448 && between "$(col FAULT_FREE 10)" 16384 16448 &&
+	[ "$(col FAULT 11)" -eq 0 ] && between "$(col SLEEP 10)" 0 64; then t_pass
+else t_fail "minor faults $(col FAULT 10) / $(col FAULT_FREE 10) / sleep $(col SLEEP 10), major $(col FAULT 11)"; fi
+t_begin span_context_rss_kept_64mib
+d=$(( $(col FAULT 13) - $(col FAULT 12) )); p=$(( $(col FAULT 14) - $(col FAULT 13) ))
+if between "$d" $((65536 - 1024)) $((65536 + 1024)) && between "$p" 0 1024; then t_pass
+else t_fail "rss start $(col FAULT 12) end $(col FAULT 13) peak $(col FAULT 14) kB"; fi
+t_begin span_context_rss_peak_of_unmapped_64mib
+d=$(( $(col FAULT_FREE 13) - $(col FAULT_FREE 12) )); p=$(( $(col FAULT_FREE 14) - $(col FAULT_FREE 12) ))
+if between "$d" -1024 1024 && between "$p" $((65536 - 1024)) $((65536 + 1024)); then t_pass
+else t_fail "rss start $(col FAULT_FREE 12) end $(col FAULT_FREE 13) peak $(col FAULT_FREE 14) kB"; fi
+t_begin span_context_only_with_resources
+out=$(fresh_dir)
+rec -o "$out" -P SLEEP=:pm_res_sleep -- "$PROGS/res_spans"
+if [ $rc -eq 0 ] && [ "$(rows "$out/robot_context_data" SLEEP)" -eq 1 ] && [ ! -e "$out/robot_context_resources" ]; then t_pass
+else t_fail "rc $rc: $(ls "$out")"; fi
