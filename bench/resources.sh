@@ -10,7 +10,9 @@
 #    the kernel's side included), resident memory then, and peak RSS
 #    (pmetrics' peak is libbpf parsing the kernel BTF at load);
 # 2. the slowdown of a context-switch-heavy (res_pingpong) and a
-#    page-fault-heavy (res_faults) target while pmetrics samples.
+#    page-fault-heavy (res_faults) target while pmetrics samples;
+# 3. the per-span resource context: cost per traced call, and a
+#    page-fault-heavy target inside an open span (rss_stat path).
 set -u
 build=$1
 py=/usr/bin/python3
@@ -101,3 +103,50 @@ printf '  context switches (res_pingpong, 100000 pipe round trips)  %.3fx\n' \
 	"$(slowdown "$build/progs/res_pingpong" 100000)"
 printf '  page faults (res_faults, 5 x 64 MiB touched)              %.3fx\n' \
 	"$(slowdown "$build/progs/res_faults" 5 64)"
+
+# ---- the per-span resource context (--resources with probes) ----------------------------
+sp="$build/progs/spanprog"
+calls=${BENCH_CALLS:-100000}
+# per_call ARGS...: ns per traced pm_empty() call, median over ROUNDS.
+per_call() {
+	local r v=""
+	for r in $(seq 1 "$rounds"); do
+		v+="$(./pmetrics record -o "$out/pc" "$@" --probe E=:pm_empty -- "$sp" timed "$calls" 2>/dev/null | tail -n 1) "
+		rm -rf "$out/pc"
+	done
+	echo $v | tr ' ' '\n' | median
+}
+plain=$(per_call)
+with_ctx=$(per_call --resources --interval 10 --process-filter 'none')
+echo
+echo "per-span resource context ($calls calls of an empty function, median of $rounds):"
+printf '  span only %.0f ns/call, span + context %.0f ns/call: %.3fx\n' "$plain" "$with_ctx" \
+	"$(awk -v a="$with_ctx" -v b="$plain" 'BEGIN { print a / b }')"
+# faults_in_span: res_faults with one span (main) open the whole time, so
+# the rss_stat program takes its peak-raising path on every fault.
+faults_in_span() {
+	./pmetrics record -o "$out/fs" --resources --interval 10 --process-filter 'none' \
+		--probe M=:main -- "$build/progs/res_faults" 5 64 2>/dev/null | tail -n 1
+	rm -rf "$out/fs"
+}
+ratios=""
+for r in $(seq 1 "$rounds"); do
+	base=$("$build/progs/res_faults" 5 64); on=$(faults_in_span)
+	ratios+="$(awk -v a="$on" -v b="$base" 'BEGIN { print a / b }') "
+done
+printf '  page faults inside an open span (res_faults 5 x 64 MiB, rss_stat on every fault)  %.3fx\n' \
+	"$(echo $ratios | tr ' ' '\n' | median)"
+# The same target untraced while another process is traced with the span
+# context: what rss_stat's early exit costs every other process.
+ratios=""
+for r in $(seq 1 "$rounds"); do
+	base=$("$build/progs/res_faults" 5 64)
+	./pmetrics record -o "$out/fo" --resources --interval 10 --process-filter 'none' \
+		--probe S=:pm_sleep_ms -- "$sp" loop 100 >/dev/null 2>&1 & pm=$!
+	wait_rows "$out/fo/system_resource_data_headers"; sleep 0.5
+	on=$("$build/progs/res_faults" 5 64)
+	kill -TERM $pm; wait $pm; rm -rf "$out/fo"
+	ratios+="$(awk -v a="$on" -v b="$base" 'BEGIN { print a / b }') "
+done
+printf '  page faults of another process meanwhile (rss_stat early exit)                   %.3fx\n' \
+	"$(echo $ratios | tr ' ' '\n' | median)"
