@@ -64,7 +64,7 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/asan/tests/%,$(UNIT_SRCS))
 # Hooks filled by the feature blocks below.
 CHECK_EXTRA :=
 BENCH_EXTRA :=
-BENCH_SCRIPTS := bench/spans.sh
+BENCH_SCRIPTS := bench/spans.sh bench/python.sh
 FUZZ_TARGETS :=
 FUZZ_SCRIPTS :=
 .DELETE_ON_ERROR:

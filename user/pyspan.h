@@ -22,6 +22,10 @@ struct pyspan_target {
 	bool launched;        /* true: pid has not exec'd yet */
 	bool follow_children;
 	bool verbose;
+	/* Hook coroutine/generator steps instead of every call where the
+	 * version allows (3.8-3.10): plain calls then cost nothing, and
+	 * only coroutines and generators are timed. */
+	bool coroutine_hook;
 };
 
 struct pyspan;

@@ -21,6 +21,8 @@
 #include "resource_notify.h"
 #include "resources.h"
 #include "span_resources.h"
+#include "pyspan.h"
+#include "pyspan_event.h"
 #include "span_stats.h"
 #include "span_tracer.h"
 #include "target.h"
@@ -33,6 +35,7 @@ struct session {
 	const struct record_opts *opts;
 	struct target target;
 	struct span_tracer *spans;
+	struct pyspan *py;          /* NULL without py: probes */
 	struct ring_buffer *rb;
 	struct csv_file *csv;
 	struct wall_clock clock;
@@ -235,18 +238,44 @@ static int load_tracer(struct session *s)
 	return 0;
 }
 
+/* All py: probes of the target share one interpreter hook. */
+static int attach_python_probes(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct py_probe py[PYSPAN_MAX_PROBES];
+	struct pyspan_target t = {
+		.pid = s->target.pid,
+		.exe_path = s->target.exe,
+		.launched = s->target.launched,
+		.follow_children = o->follow_children,
+		.verbose = o->verbose,
+		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
+	};
+	int n = 0;
+
+	for (int i = 0; i < o->n_probes; i++) {
+		if (o->probes[i].kind != PROBE_PYTHON)
+			continue;
+		if (n == PYSPAN_MAX_PROBES) {
+			fail("too many py: probes: at most %d per capture", PYSPAN_MAX_PROBES);
+			return -1;
+		}
+		py[n++] = (struct py_probe){ .probe_id = (unsigned int)i,
+					     .module = o->probes[i].binary,
+					     .qualname = o->probes[i].symbol };
+	}
+	if (n == 0)
+		return 0;
+	return pyspan_open(&s->py, &t, py, n) ? -1 : 0;
+}
+
 static int attach_probes(struct session *s)
 {
 	for (int i = 0; i < s->opts->n_probes; i++) {
-		if (s->opts->probes[i].kind == PROBE_PYTHON) {
-			fail("probe %s: Python probes are not in this build yet",
-			     s->opts->probes[i].target);
-			return -1;
-		}
-		if (attach_native_probe(s, (uint32_t)i))
+		if (s->opts->probes[i].kind == PROBE_NATIVE && attach_native_probe(s, (uint32_t)i))
 			return -1;
 	}
-	return 0;
+	return attach_python_probes(s);
 }
 
 /* ---- rows ------------------------------------------------------------ */
@@ -306,7 +335,7 @@ static int open_csv(struct session *s)
 		return -1;
 	}
 	s->rb = ring_buffer__new(span_tracer_ringbuf_fd(s->spans), on_span, s, NULL);
-	if (!s->rb) {
+	if (!s->rb || (s->py && ring_buffer__add(s->rb, pyspan_ringbuf_fd(s->py), on_span, s))) {
 		fail("cannot open the span ring buffer: %s", strerror(errno));
 		return -1;
 	}
@@ -530,6 +559,7 @@ static void print_summary(const struct session *s, const char *why, uint64_t ela
 			"%llu returns without a seen entry, %llu malformed events\n",
 			(unsigned long long)c[SPAN_CNT_STACK_FULL],
 			(unsigned long long)c[SPAN_CNT_NO_ENTRY], (unsigned long long)s->spans_other);
+	pyspan_summary(s->py, stderr);
 }
 
 /* ---- session --------------------------------------------------------- */
@@ -587,6 +617,7 @@ static int setup(struct session *s)
 static void teardown(struct session *s)
 {
 	ring_buffer__free(s->rb);
+	pyspan_close(s->py);
 	span_tracer_destroy(s->spans);
 	if (s->target.launched && s->target.pid > 0 && s->target.release_fd >= 0)
 		target_abort(&s->target);

@@ -14,6 +14,13 @@
 #define DEFAULT_OUTPUT_DIR "/data/performance_metrics_data"
 #define DEFAULT_RINGBUF_MB 8
 
+/* Where py: probes see calls (--python-hook). */
+enum python_hook {
+	PYTHON_HOOK_DEFAULT,    /* coroutines with --preset robot-server, else calls */
+	PYTHON_HOOK_CALLS,      /* every call into the eval loop: any function */
+	PYTHON_HOOK_COROUTINES, /* 3.8-3.10: coroutine/generator steps only */
+};
+
 struct record_opts {
 	pid_t pid;                  /* --pid, 0 when launching */
 	char **command;             /* after --, NULL-terminated */
@@ -26,6 +33,8 @@ struct record_opts {
 	bool verbose;
 	const char *btf_path;       /* --btf: for kernels without BTF */
 	uint64_t ringbuf_bytes;
+	enum python_hook python_hook;
+	bool preset_robot_server;
 	bool bench_floor;           /* --bench-floor: empty probes (make bench) */
 	bool resources;             /* --resources (issue 4) */
 	const char *resource_filters[32];

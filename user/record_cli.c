@@ -2,6 +2,7 @@
 /* Command line of `pmetrics record`. */
 #include "record.h"
 #include "resources.h"
+#include "python_probe.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,6 +42,20 @@ void record_usage(FILE *out)
 "                           Python function. STATE: letters, digits and _.\n"
 "      --preset robot-server  the robot server's two probes:\n"
 "                           ANALYZING_PROTOCOL and GETTING_CACHED_ANALYSIS\n"
+"  Python (py:MODULE:QUALNAME, CPython 3.8-3.13, found and version-detected\n"
+"  in the executable or its libpythonX.Y.so): MODULE is the dotted module\n"
+"  (matched against the code's file name, so site-packages and zips work),\n"
+"  QUALNAME is Class.method or outer.<locals>.inner. A coroutine gives one\n"
+"  row from its first entry to its final return, across its awaits; a\n"
+"  raise still gives a row. 3.11 inlines plain Python-to-Python calls and\n"
+"  3.12+ also awaits: there only coroutines (3.11) or calls from C and\n"
+"  tasks' outermost coroutines (3.12+) are seen, and pmetrics says so.\n"
+"      --python-hook HOOK   where py: probes see calls. calls: every call into\n"
+"                           the eval loop, so any function can be timed, and\n"
+"                           every such call pays a uprobe trap. coroutines\n"
+"                           (3.8-3.10; default with --preset robot-server):\n"
+"                           only coroutine and generator steps trap, plain\n"
+"                           calls cost nothing, plain functions are not timed\n"
 "\n"
 "Resources (system_resource_data, as the psutil tracker service wrote it):\n"
 "      --resources          also sample per-process CPU time and memory from\n"
@@ -129,6 +144,11 @@ static int add_probe(struct record_opts *o, const char *arg)
 	p = &o->probes[o->n_probes];
 	if (probe_spec_parse(arg, p, err, sizeof(err)) != 0)
 		return usage_error("%s", err);
+	if (p->kind == PROBE_PYTHON) {
+		struct py_probe py = { .module = p->binary, .qualname = p->symbol };
+		if (pyspan_probe_check(&py, err, sizeof(err)))
+			return usage_error("%s", err);
+	}
 	for (int i = 0; i < o->n_probes; i++)
 		if (strcmp(o->probes[i].state, p->state) == 0 &&
 		    strcmp(o->probes[i].target, p->target) == 0)
@@ -150,6 +170,7 @@ static int add_preset(struct record_opts *o, const char *name)
 		return usage_error("unknown preset '%s': the only preset is robot-server", name);
 	for (size_t i = 0; i < 2 && !ret; i++)
 		ret = add_probe(o, robot_server[i]);
+	o->preset_robot_server = true;
 	return ret;
 }
 
@@ -178,7 +199,7 @@ static int parse_ringbuf(const char *arg, uint64_t *bytes)
 }
 
 enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
-       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR };
+       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR, OPT_PYTHON_HOOK };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -190,6 +211,7 @@ static const struct option long_opts[] = {
 	{ "no-children", no_argument, NULL, OPT_NO_CHILDREN },
 	{ "layout", required_argument, NULL, OPT_LAYOUT },
 	{ "preset", required_argument, NULL, OPT_PRESET },
+	{ "python-hook", required_argument, NULL, OPT_PYTHON_HOOK },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "resources", no_argument, NULL, OPT_RESOURCES },
@@ -277,6 +299,14 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_PRESET:
 		return add_preset(o, arg);
+	case OPT_PYTHON_HOOK:
+		if (strcmp(arg, "calls") == 0)
+			o->python_hook = PYTHON_HOOK_CALLS;
+		else if (strcmp(arg, "coroutines") == 0)
+			o->python_hook = PYTHON_HOOK_COROUTINES;
+		else
+			return usage_error("bad --python-hook '%s': use calls or coroutines", arg);
+		return 0;
 	case OPT_BTF:
 		o->btf_path = arg;
 		return 0;
@@ -328,6 +358,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		return usage_error("no target: give --pid PID or -- COMMAND [ARGS...]%s", "");
 	if (o->n_probes == 0 && !o->resources)
 		return usage_error("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server%s", "");
+	if (o->python_hook == PYTHON_HOOK_DEFAULT)
+		o->python_hook = o->preset_robot_server ? PYTHON_HOOK_COROUTINES : PYTHON_HOOK_CALLS;
 	ret = check_resource_options(o);
 	if (!o->output_dir)
 		o->output_dir = DEFAULT_OUTPUT_DIR;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* User side of bpf/span.bpf.c. */
 #include "span_tracer.h"
+#include "percpu_counter.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -135,22 +136,8 @@ int span_tracer_ringbuf_fd(const struct span_tracer *t)
 
 void span_tracer_counters(const struct span_tracer *t, uint64_t out[SPAN_CNT_MAX])
 {
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *per_cpu;
-
-	memset(out, 0, sizeof(uint64_t) * SPAN_CNT_MAX);
-	if (ncpu <= 0)
-		return;
-	per_cpu = calloc((size_t)ncpu, sizeof(*per_cpu));
-	if (!per_cpu)
-		return;
-	for (__u32 k = 0; k < SPAN_CNT_MAX; k++) {
-		if (bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.counters), &k, per_cpu))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += per_cpu[c];
-	}
-	free(per_cpu);
+	for (__u32 k = 0; k < SPAN_CNT_MAX; k++)
+		out[k] = percpu_counter_sum(bpf_map__fd(t->skel->maps.counters), k);
 }
 
 /* The value layout of call_stacks, as the skeleton's BTF describes it:

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* What bpf/pyspan.bpf.c and user/pyspan.c share: the CPython struct
+ * layout of the traced interpreter (read-only globals set before load),
+ * the probe table, and the counters the summary reports. The spans
+ * themselves are struct span_event from span.h. */
+#ifndef PMETRICS_PYSPAN_EVENT_H
+#define PMETRICS_PYSPAN_EVENT_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Python probes one process can carry; the BPF matcher is unrolled over
+ * them, so keep it small. */
+#define PYSPAN_MAX_PROBES 8
+/* Longest qualified name / module file suffix compared in BPF, with NUL. */
+#define PYSPAN_STR_MAX 128
+/* Value-stack slots of the caller searched for the called function
+ * object (3.8-3.10 plain functions whose def ran before attach). */
+#define PYSPAN_CALLER_SLOTS 16
+/* Code objects whose match result is cached (LRU). */
+#define PYSPAN_CODE_CACHE 16384
+/* Coroutines/generators between first entry and final return. */
+#define PYSPAN_MAX_OPEN_CORO 8192
+/* Threads with a pending matched call. */
+#define PYSPAN_MAX_THREADS 4096
+#define PYSPAN_RINGBUF_BYTES (256 * 1024)
+
+/* Value of the code cache: probe index in the low bits, flags above. */
+#define PYSPAN_CODE_NO_MATCH 0xffffffffu
+#define PYSPAN_CODE_IS_GEN 0x10000u /* coroutine, generator, async gen */
+#define PYSPAN_CODE_IDX_MASK 0xffffu
+
+/* How the interpreter says "first entry" and "suspended" (per version). */
+enum pyspan_frame_model {
+	PYSPAN_MODEL_FRAMEOBJ_STACKTOP = 1, /* 3.8, 3.9: PyFrameObject, f_stacktop != NULL when yielded */
+	PYSPAN_MODEL_FRAMEOBJ_STATE = 2,    /* 3.10: PyFrameObject, f_state < 0 when suspended */
+	PYSPAN_MODEL_IFRAME_PREV = 3,       /* 3.11, 3.12: _PyInterpreterFrame.prev_instr */
+	PYSPAN_MODEL_IFRAME_NEXT = 4,       /* 3.13: _PyInterpreterFrame.instr_ptr */
+};
+
+/* Where Python calls are seen (read-only global hook_mode).
+ * CALLS: _PyEval_EvalFrameDefault, which every call that is not inlined
+ * enters, so every such call pays a trap. COROUTINES (3.8-3.10): the
+ * generator step function (gen_send_ex / gen_send_ex2), which only
+ * coroutine and generator steps enter: plain calls cost nothing, and
+ * only coroutines and generators can be timed. */
+enum pyspan_hook_mode {
+	PYSPAN_HOOK_CALLS = 0,
+	PYSPAN_HOOK_COROUTINES = 1,
+};
+
+/* Byte offsets inside the traced interpreter's objects (x86-64 and
+ * aarch64 agree: both are LP64). 0 means "not on this version". */
+struct pyspan_layout {
+	__u32 model;          /* enum pyspan_frame_model */
+	__u32 frame_arg;      /* which argument of _PyEval_EvalFrameDefault is the frame: 1 or 2 */
+	__u32 frame_code;     /* frame -> code object */
+	__u32 frame_lasti;    /* 3.8-3.10: int f_lasti, -1 before the first instruction */
+	__u32 frame_gen;      /* 3.8-3.10: PyFrameObject.f_gen */
+	__u32 frame_suspend;  /* 3.8/3.9 f_stacktop, 3.10 f_state */
+	__u32 frame_instr;    /* 3.11+: prev_instr / instr_ptr */
+	__u32 frame_owner;    /* 3.11+: char owner */
+	__u32 gen_iframe;     /* 3.11+: offset of the embedded frame in PyGenObject */
+	__u32 gen_state;      /* 3.11+: int8 gi_frame_state */
+	__u32 gen_qualname;   /* PyGenObject.gi_qualname */
+	__u32 gen_frame;      /* 3.8-3.10: PyGenObject.gi_frame, NULL once finished */
+	__u32 frame_back;     /* 3.8-3.10: PyFrameObject.f_back */
+	__u32 frame_valuestack; /* 3.8-3.10: PyFrameObject.f_valuestack */
+	__u32 func_code;      /* 3.8-3.10: PyFunctionObject.func_code */
+	__u32 func_qualname;  /* 3.8-3.10: PyFunctionObject.func_qualname */
+	__u32 code_flags;
+	__u32 code_filename;
+	__u32 code_name;
+	__u32 code_qualname;  /* 3.11+ */
+	__u32 unicode_length; /* PyASCIIObject.length */
+	__u32 unicode_state;
+	__u32 unicode_data;   /* sizeof(PyASCIIObject): compact ASCII text */
+	__u32 owned_by_generator;
+	__u32 return_generator; /* opcode of RETURN_GENERATOR (3.11+) */
+};
+
+/* One py:MODULE:QUALNAME probe as the BPF matcher sees it. */
+struct pyspan_probe_cfg {
+	char qualname[PYSPAN_STR_MAX];   /* "Class.method" */
+	char name[PYSPAN_STR_MAX];       /* last part, "method": co_name */
+	char file_suffix[PYSPAN_STR_MAX]; /* "/a/b/c.py" */
+	char pkg_suffix[PYSPAN_STR_MAX];  /* "/a/b/c/__init__.py" */
+	__u32 file_len;                   /* strlen(file_suffix) */
+	__u32 pkg_len;
+	__u32 probe_id;                   /* span_event.probe_id */
+	__u32 pad;
+};
+
+/* Counters after span.h's enum span_counter (same per-CPU array). */
+enum pyspan_counter {
+	PYSPAN_CNT_CORO_TABLE_FULL = 6, /* == SPAN_CNT_MAX: no room for an open coroutine */
+	PYSPAN_CNT_MID_CORO,            /* coroutine started before attach: no row */
+	PYSPAN_CNT_CORO_NO_START,       /* finished coroutine whose start was lost */
+	PYSPAN_CNT_MAX_ALL,
+};
+
+/* Per-probe counters (per-CPU array, key = idx * PYSPAN_PC_MAX + kind). */
+enum pyspan_probe_counter {
+	PYSPAN_PC_ENTRIES,    /* matched entries of the eval loop */
+	PYSPAN_PC_SPANS,      /* span events submitted */
+	PYSPAN_PC_SYNC,       /* of the spans: plain (non-coroutine) functions */
+	PYSPAN_PC_UNRESOLVED, /* 3.8-3.10 plain function whose qualname was never learned */
+	PYSPAN_PC_PLAIN_SKIPPED, /* coroutine hook: a matched def is a plain function */
+	PYSPAN_PC_MAX,
+};
+
+#endif

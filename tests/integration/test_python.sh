@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# Python function spans (py:MODULE:QUALNAME) against tests/progs/py/scenario.py
+# under every CPython of platform.md that is installed: pyenv 3.8-3.13 and
+# Debian's /usr/bin/python3.11. Absent interpreters are reported as skipped.
+#
+# Expected rows per scenario are in scenario.py's docstrings. Tolerances:
+# - an awaited asyncio.sleep(d) or time.sleep(d) gives a row in
+#   [d, d + 60 ms]: the sleep never returns early, the 60 ms covers
+#   scheduling on a loaded 2-core VM and the event loop's timer slack;
+# - the cached analysis returns without suspending: each row < 2 ms;
+# - two interleaved analyses start within 10 ms of each other.
+source "$ROOT/tests/integration/lib.sh"
+
+SCENARIO="$ROOT/tests/progs/py/scenario.py"
+ANALYZE=ANALYZING_PROTOCOL
+CACHED=GETTING_CACHED_ANALYSIS
+ROBOT_PROBES=(--preset robot-server --probe CRUNCH=py:pmtest.work:crunch)
+HOOK=calls # --python-hook of run_launch
+MS=1000000
+
+# interpreter VERSION: path of the pyenv interpreter, empty when absent.
+interpreter() {
+	local root
+	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
+}
+
+# durations STATE FILE: the STATE rows' durations in ms, sorted, one line.
+durations() {
+	awk -F, -v s="$1" '$1 == s { printf "%d\n", $3 / 1000000 }' "$2" | sort -n | tr '\n' ' '
+}
+
+# sleeps_ok FILE STATE SECONDS...: one row per expected sleep, each within
+# [d, d + 60 ms] of it (both lists sorted).
+sleeps_ok() {
+	local file="$1" state="$2"; shift 2
+	local want got
+	want=$(printf '%s\n' "$@" | sort -n | tr '\n' ' ')
+	got=$(awk -F, -v s="$state" '$1 == s { print $3 }' "$file" | sort -n | tr '\n' ' ')
+	awk -v want="$want" -v got="$got" 'BEGIN {
+		nw = split(want, w, " "); ng = split(got, g, " ")
+		if (nw != ng) exit 1
+		for (i = 1; i <= nw; i++) {
+			lo = w[i] * 1e9; hi = lo + 60e6
+			if (g[i] < lo || g[i] > hi) exit 1
+		}
+	}'
+}
+
+# run_launch PY OUT SCENARIO...: records the scenario launched under pmetrics.
+run_launch() {
+	local py="$1" out="$2"; shift 2
+	"$PMETRICS" record -o "$out" --python-hook "$HOOK" "${ROBOT_PROBES[@]}" -- "$py" "$SCENARIO" "$@" \
+		>"$out.stdout" 2>"$out.err"
+}
+
+# expect_rows NAME FILE STATE N: exactly N rows of STATE.
+expect_rows() {
+	t_begin "$1"
+	local n
+	n=$(rows "$2" "$3")
+	if [ "$n" -eq "$4" ]; then t_pass; else t_fail "$3: $n rows, want $4 ($(durations "$3" "$2")ms)"; fi
+}
+
+# expect_ok NAME DESCRIPTION COMMAND...: passes when COMMAND succeeds.
+expect_ok() {
+	local name="$1" what="$2"; shift 2
+	t_begin "$name"
+	if "$@"; then t_pass; else t_fail "$what"; fi
+}
+
+# interleaved FILE: the 300 ms analysis and a 100 ms one started together.
+interleaved() {
+	awk -F, -v a="$ANALYZE" '$1 == a && $3 > 280e6 && $3 < 380e6 { l = $2 }
+		$1 == a && $3 > 90e6 && $3 < 170e6 { s[++n] = $2 }
+		END { for (i = 1; i <= n; i++) { d = l - s[i]; if (d < 0) d = -d; if (l && d < 10e6) ok = 1 }
+		      exit !ok }' "$1"
+}
+
+# check_robot TAG OUT MINOR: the robot+sync+threads+loops rows of one version.
+check_robot() {
+	local tag="$1" out="$2" minor="$3" data="$2/robot_context_data"
+	if [ "$minor" -le 11 ]; then
+		expect_ok "$tag.analyze_rows" "analyze rows $(durations $ANALYZE "$data")ms, want 50 100 200 300 100 100" \
+			sleeps_ok "$data" $ANALYZE 0.05 0.1 0.1 0.1 0.2 0.3
+		expect_rows "$tag.cached_rows" "$data" $CACHED 3
+		expect_ok "$tag.cached_quick" "a cached analysis took 2 ms or more" \
+			awk -F, -v s=$CACHED '$1 == s && $3 >= 2e6 { bad = 1 } END { exit bad }' "$data"
+	else
+		# Only tasks' outermost coroutines: the gathered pair, one per loop.
+		expect_ok "$tag.analyze_rows" "analyze rows $(durations $ANALYZE "$data")ms, want 100 100 100 300" \
+			sleeps_ok "$data" $ANALYZE 0.1 0.1 0.1 0.3
+		expect_rows "$tag.cached_rows" "$data" $CACHED 0
+	fi
+	expect_ok "$tag.interleaved" "the gathered analyses did not start together" interleaved "$data"
+	if [ "$HOOK" = coroutines ] && [ "$minor" -le 10 ]; then
+		# coroutine steps only: plain functions are named, not timed
+		expect_rows "$tag.sync_rows" "$data" CRUNCH 0
+		expect_ok "$tag.plain_warning" "no warning that crunch is not timed by the coroutine hook" \
+			grep -q "py:pmtest.work:crunch is a plain function: the coroutine hook" "$out.err"
+		return
+	fi
+	case "$minor" in
+	8 | 9 | 10) # every call: 3 from Python, 8 from the pool; Busy.crunch and other.crunch never
+		expect_ok "$tag.sync_rows" "crunch rows $(durations CRUNCH "$data")ms, want 11 of 50" \
+			sleeps_ok "$data" CRUNCH 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 ;;
+	11) # the pool calls through CALL_FUNCTION_EX (enters the eval loop); direct calls are inlined
+		expect_ok "$tag.sync_rows" "crunch rows $(durations CRUNCH "$data")ms, want 8 of 50" \
+			sleeps_ok "$data" CRUNCH 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 ;;
+	*)
+		expect_rows "$tag.sync_rows" "$data" CRUNCH 0 ;;
+	esac
+	if [ "$minor" -ge 11 ]; then
+		expect_ok "$tag.inline_warning" "no warning naming Python 3.$minor at start" \
+			grep -q "^pmetrics: warning: Python 3.$minor inlines" "$out.err"
+	else
+		expect_ok "$tag.no_warning" "a warning on a version that sees every call" \
+			bash -c "! grep -q 'inlines' '$out.err'"
+	fi
+}
+
+# check_version MINOR PY TAG: launch mode, all scenarios.
+check_version() {
+	local minor="$1" py="$2" tag="$3" out before after
+	t_begin "$tag.launch"
+	out=$(fresh_dir)
+	before=$(now_ns)
+	if ! run_launch "$py" "$out" robot sync threads loops; then
+		t_fail "pmetrics failed: $(tail -n 3 "$out.err")"
+		return
+	fi
+	after=$(now_ns)
+	if starts_within "$out/robot_context_data" "$before" "$after"; then t_pass
+	else t_fail "row start times outside the run's wall-clock window"; fi
+	check_robot "$tag" "$out" "$minor"
+}
+
+# check_pid MINOR PY TAG: attach to a running interpreter, then let it run.
+check_pid() {
+	local minor="$1" py="$2" tag="$3" out go pypid
+	out=$(fresh_dir)
+	go="$T_TMP/go.$tag"
+	"$py" "$SCENARIO" wait-for "$go" robot >"$T_TMP/py.$tag.out" 2>&1 &
+	pypid=$!
+	for _ in $(seq 100); do grep -q waiting "$T_TMP/py.$tag.out" && break; sleep 0.05; done
+	t_begin "$tag.pid_attach"
+	if ! pm_start -o "$out" --preset robot-server --pid "$pypid"; then
+		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"
+		kill "$pypid" 2>/dev/null; wait "$pypid" 2>/dev/null
+		return
+	fi
+	touch "$go"
+	wait "$pypid"
+	if pm_wait; then t_pass; else t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; fi
+	if [ "$minor" -le 11 ]; then
+		expect_ok "$tag.pid_rows" "analyze rows $(durations $ANALYZE "$out/robot_context_data")ms" \
+			sleeps_ok "$out/robot_context_data" $ANALYZE 0.05 0.1 0.2 0.3
+		expect_rows "$tag.pid_cached" "$out/robot_context_data" $CACHED 3
+	else
+		expect_ok "$tag.pid_rows" "analyze rows $(durations $ANALYZE "$out/robot_context_data")ms" \
+			sleeps_ok "$out/robot_context_data" $ANALYZE 0.1 0.3
+	fi
+}
+
+t_begin python_root; need_root || exit 0
+
+for minor in 8 9 10 11 12 13; do
+	py=$(interpreter "3.$minor")
+	if [ -z "$py" ]; then
+		t_begin "py3$minor"; t_skip "no pyenv Python 3.$minor installed"
+		continue
+	fi
+	HOOK=calls check_version "$minor" "$py" "py3$minor"
+	HOOK=coroutines check_version "$minor" "$py" "py3$minor.coro"
+	check_pid "$minor" "$py" "py3$minor"
+done
+
+# Debian's own interpreter: static, stripped, non-PIE, no libpython.
+if [ -x /usr/bin/python3.11 ]; then
+	check_version 11 /usr/bin/python3.11 debian311
+else
+	t_begin debian311; t_skip "no /usr/bin/python3.11 (Debian package python3.11)"
+fi
+
+# ---- plain functions whose def ran before attach (3.8-3.10) --------------
+# The qualified name comes from the function object on the caller's value
+# stack: direct calls and the pool's fn(*args) are timed; Busy.crunch and
+# other.crunch are not. Calls from C with no Python caller (atexit) stay
+# unresolved and are counted in a warning.
+for minor in 8 9 10; do
+	py=$(interpreter "3.$minor")
+	[ -n "$py" ] || continue
+	out=$(fresh_dir)
+	go="$T_TMP/go.sync$minor"
+	"$py" "$SCENARIO" wait-for "$go" sync threads >"$T_TMP/py.sync.out" 2>&1 &
+	pypid=$!
+	for _ in $(seq 100); do grep -q waiting "$T_TMP/py.sync.out" && break; sleep 0.05; done
+	t_begin "py3$minor.pid_sync_attach"
+	if pm_start -o "$out" --probe CRUNCH=py:pmtest.work:crunch --python-hook calls --pid "$pypid"; then
+		touch "$go"; wait "$pypid"
+		if pm_wait; then t_pass; else t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; fi
+		expect_ok "py3$minor.pid_sync_rows" "crunch rows $(durations CRUNCH "$out/robot_context_data")ms, want 11 of 50" \
+			sleeps_ok "$out/robot_context_data" CRUNCH 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05 0.05
+	else
+		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"; kill "$pypid"; wait "$pypid"
+	fi
+done
+py=$(interpreter 3.10)
+if [ -n "$py" ]; then
+	out=$(fresh_dir)
+	"$py" "$SCENARIO" wait-for "$T_TMP/go.map" atexit >"$T_TMP/py.map.out" 2>&1 &
+	pypid=$!
+	for _ in $(seq 100); do grep -q waiting "$T_TMP/py.map.out" && break; sleep 0.05; done
+	t_begin py310.from_c_unresolved_warning
+	if pm_start -o "$out" --probe CRUNCH=py:pmtest.work:crunch --python-hook calls --pid "$pypid"; then
+		touch "$T_TMP/go.map"; wait "$pypid"; pm_wait
+		if grep -q "py:pmtest.work:crunch: 2 calls of a plain function named like it were not timed" "$PM_ERR"; then
+			t_pass
+		else
+			t_fail "no warning counting the 2 calls from C: $(tail -n 3 "$PM_ERR")"
+		fi
+	else
+		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"; kill "$pypid"; wait "$pypid"
+	fi
+fi
+
+# ---- coroutines cut by the capture's start or end (3.10) -------------------
+py=$(interpreter 3.10)
+if [ -n "$py" ]; then
+	# attached in the middle of a 2 s analysis: that one gives no row
+	out=$(fresh_dir)
+	"$py" "$SCENARIO" long >"$T_TMP/py.long.out" 2>&1 &
+	pypid=$!
+	for _ in $(seq 100); do grep -q "long started" "$T_TMP/py.long.out" && break; sleep 0.02; done
+	t_begin py310.started_before_attach
+	if pm_start -o "$out" --preset robot-server --pid "$pypid"; then
+		wait "$pypid"; pm_wait
+		if ! sleeps_ok "$out/robot_context_data" $ANALYZE 0.1; then
+			t_fail "rows $(durations $ANALYZE "$out/robot_context_data")ms, want only the 100 ms one"
+		elif ! grep -q "python spans lost: 1 (coroutines started before pmetrics attached)" "$PM_ERR"; then
+			t_fail "the cut coroutine is not counted: $(tail -n 3 "$PM_ERR")"
+		else
+			t_pass
+		fi
+	else
+		t_fail "pmetrics did not attach: $(tail -n 2 "$PM_ERR")"; kill "$pypid"; wait "$pypid"
+	fi
+	# capture ends in the middle of it: no row, counted as running
+	out=$(fresh_dir)
+	t_begin py310.running_at_end
+	"$PMETRICS" record -o "$out" --preset robot-server -d 1s -- "$py" "$SCENARIO" long \
+		>/dev/null 2>"$T_TMP/end.err"
+	if [ "$(rows "$out/robot_context_data" $ANALYZE)" -ne 0 ]; then
+		t_fail "a row for a coroutine that had not finished"
+	elif ! grep -q "open at the end: 1 coroutine(s) still running" "$T_TMP/end.err"; then
+		t_fail "not counted as running at the end: $(tail -n 3 "$T_TMP/end.err")"
+	else
+		t_pass
+	fi
+fi
+
+# ---- bad input -------------------------------------------------------------
+# expect_error NAME CODE TEXT ARGS...: pmetrics record ARGS exits CODE with
+# one stderr line holding TEXT, and leaves no output directory behind.
+expect_error() {
+	local name="$1" code="$2" text="$3" out rc lines; shift 3
+	out="$T_TMP/never.$name"
+	t_begin "$name"
+	"$PMETRICS" record -o "$out" "$@" >/dev/null 2>"$T_TMP/err.$name"
+	rc=$?
+	lines=$(wc -l <"$T_TMP/err.$name")
+	if [ "$rc" -ne "$code" ]; then t_fail "exit $rc, want $code: $(cat "$T_TMP/err.$name")"
+	elif [ "$lines" -ne 1 ]; then t_fail "$lines lines of error, want 1: $(cat "$T_TMP/err.$name")"
+	elif ! grep -q -- "$text" "$T_TMP/err.$name"; then t_fail "error lacks '$text': $(cat "$T_TMP/err.$name")"
+	elif [ -e "$out" ]; then t_fail "left $out behind"
+	else t_pass; fi
+}
+
+expect_error py_bad_spec 2 "expected py:MODULE:QUALNAME" --probe X=py:nocolon -- /bin/true
+expect_error py_bad_module 2 "bad Python probe 'py:a-b:f'" --probe X=py:a-b:f -- /bin/true
+expect_error py_bad_qualname 2 "bad qualified name 'f..g'" --probe X=py:a.b:f..g -- /bin/true
+expect_error py_not_cpython 1 "not a CPython interpreter" --probe X=py:a.b:f -- /bin/sleep 1
+sleep 5 & sleeper=$!
+expect_error py_pid_not_cpython 1 "not a CPython interpreter" --probe X=py:a.b:f --pid "$sleeper"
+kill "$sleeper" 2>/dev/null
+old=$(interpreter 3.7)
+if [ -n "$old" ]; then
+	expect_error py_unsupported 1 "Python 3.7, which py: probes do not support" \
+		--probe X=py:a.b:f -- "$old" -c pass
+else
+	t_begin py_unsupported; t_skip "no pyenv Python 3.7 to try an unsupported version on"
+fi
+printf '#!/bin/sh\nexec true\n' >"$T_TMP/script.sh"; chmod +x "$T_TMP/script.sh"
+expect_error py_script 1 "is a script, not a CPython binary" --probe X=py:a.b:f -- "$T_TMP/script.sh"
+
+# A function never seen: named in the summary, exit 0.
+py=$(interpreter 3.10)
+if [ -n "$py" ]; then
+	out=$(fresh_dir)
+	t_begin py_never_seen
+	"$PMETRICS" record -o "$out" --probe X=py:pmtest.work:nothing_like_it -- "$py" -c pass 2>"$T_TMP/never.err"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "py:pmtest.work:nothing_like_it was never seen" "$T_TMP/never.err"; then t_pass
+	else t_fail "exit $rc: $(cat "$T_TMP/never.err")"; fi
+fi

@@ -1,0 +1,188 @@
+"""Purpose-built traced program for pmetrics' Python span tests.
+
+usage: scenario.py SCENARIO...
+  (robot, sync, threads, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
+Each scenario's expected rows are listed in its function's docstring;
+tests/integration/test_python.sh checks them.
+"""
+import asyncio
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from robot_server.protocols.protocol_analyzer import ProtocolAnalyzer  # noqa: E402
+from robot_server.protocols import router  # noqa: E402
+from pmtest import other, work  # noqa: E402
+
+
+async def robot():
+    """ANALYZING_PROTOCOL rows: 200 ms (awaited), 300 ms and 100 ms
+    (interleaved tasks), 50 ms (raises); GETTING_CACHED_ANALYSIS: 3 quick
+    rows. The other module's same-named coroutines give nothing."""
+    analyzer = ProtocolAnalyzer()
+    await analyzer.analyze(0.2)
+    await asyncio.gather(analyzer.analyze(0.3), analyzer.analyze(0.1))
+    try:
+        await analyzer.analyze(0.05, fail=True)
+    except RuntimeError:
+        pass
+    for _ in range(3):
+        await router.create_protocol({"k": 1}, "k")
+    await other.ProtocolAnalyzer().analyze(0.05)
+    await other.analyze(0.05)
+
+
+def sync():
+    """CRUNCH rows: 3 of 50 ms, called from Python code. Busy.crunch and
+    other.crunch give nothing."""
+    for _ in range(3):
+        work.crunch(0.05)
+    work.Busy().crunch(0.05)
+    other.crunch(0.05)
+
+
+def threads():
+    """CRUNCH rows: 8 of 50 ms, from a pool of 4 threads."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(work.crunch, [0.05] * 8))
+
+
+async def long():
+    """ANALYZING_PROTOCOL rows: 2 s (prints "long started" as it begins:
+    a test attaches during it), then 100 ms."""
+    analyzer = ProtocolAnalyzer()
+    print("long started", flush=True)
+    await analyzer.analyze(2.0)
+    await analyzer.analyze(0.1)
+
+
+def at_exit():
+    """CRUNCH rows: 2 of 10 ms, called from C at exit with no Python frame
+    below them."""
+    import atexit
+
+    atexit.register(work.crunch, 0.01)
+    atexit.register(work.crunch, 0.01)
+
+
+def loops():
+    """ANALYZING_PROTOCOL rows: 2 of 100 ms, one per thread, each thread
+    running its own event loop with analyze as the task's coroutine."""
+    import threading
+
+    analyzer = ProtocolAnalyzer()
+    ts = [threading.Thread(target=asyncio.run, args=(analyzer.analyze(0.1),))
+          for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def wait_for(path):
+    """No rows: polls until PATH exists (lets a test attach with --pid)."""
+    import time
+
+    print("waiting", flush=True)
+    while not os.path.exists(path):
+        time.sleep(0.01)
+
+
+def tiny(x):
+    """The benchmarked call: does nothing."""
+    return x
+
+
+async def tiny_coro(x):
+    """The benchmarked coroutine: returns at once."""
+    return x
+
+
+def track(state, store):
+    """The seed's decorator approach: wall-clock start, a monotonic
+    duration, one list append per call (awaited for a coroutine)."""
+    import inspect
+    import time
+
+    def wrap(func):
+        if inspect.iscoroutinefunction(func):
+            async def tracked_coro(*args, **kwargs):
+                start = time.time_ns()
+                t0 = time.perf_counter_ns()
+                try:
+                    return await func(*args, **kwargs)
+                finally:
+                    store.append((state, start, time.perf_counter_ns() - t0))
+            return tracked_coro
+
+        def tracked(*args, **kwargs):
+            start = time.time_ns()
+            t0 = time.perf_counter_ns()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                store.append((state, start, time.perf_counter_ns() - t0))
+        return tracked
+    return wrap
+
+
+def bench(kind, n):
+    """n calls of tiny from Python ("call") or from C ("map"), or n awaits
+    of tiny_coro ("await"); "-decorated" wraps them in the decorator.
+    Prints ns per call."""
+    import time
+
+    store = []
+    base, _, decorated = kind.partition("-")
+    fn, coro = tiny, tiny_coro
+    if decorated:
+        fn, coro = track("TINY", store)(tiny), track("TINY", store)(tiny_coro)
+
+    async def awaits():
+        for i in range(n):
+            await coro(i)
+
+    t0 = time.perf_counter_ns()
+    if base == "map":
+        for _ in map(fn, range(n)):
+            pass
+    elif base == "await":
+        asyncio.run(awaits())
+    else:
+        for i in range(n):
+            fn(i)
+    t1 = time.perf_counter_ns()
+    print(f"ns_per_call {(t1 - t0) / n:.1f}")
+
+
+def main(argv):
+    i = 0
+    while i < len(argv):
+        name = argv[i]
+        if name == "robot":
+            asyncio.run(robot())
+        elif name == "sync":
+            sync()
+        elif name == "threads":
+            threads()
+        elif name == "long":
+            asyncio.run(long())
+        elif name == "atexit":
+            at_exit()
+        elif name == "loops":
+            loops()
+        elif name == "wait-for":
+            i += 1
+            wait_for(argv[i])
+        elif name == "bench":
+            bench(argv[i + 1], int(argv[i + 2]))
+            i += 2
+        else:
+            sys.exit(f"unknown scenario {name}")
+        i += 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/* Python spans, user side: version layouts, py: probe checks, what the
+ * BPF matcher is given, and interpreter discovery from file names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "python_elf.h"
+#include "python_probe.h"
+
+static char err[1024];
+
+static void layouts_cover_3_8_to_3_13(void **state)
+{
+	struct pyspan_layout l;
+
+	(void)state;
+	for (int minor = 8; minor <= 13; minor++) {
+		assert_int_equal(pyspan_layout_for(3, minor, &l), 0);
+		assert_true(l.code_filename && l.code_name && l.unicode_data);
+		/* the cache key reads co_filename, co_name and the next field at once */
+		assert_int_equal(l.code_name, l.code_filename + 8);
+	}
+	assert_int_equal(pyspan_layout_for(3, 7, &l), -1);
+	assert_int_equal(pyspan_layout_for(3, 14, &l), -1);
+	assert_int_equal(pyspan_layout_for(2, 7, &l), -1);
+}
+
+static void layout_models_follow_the_interpreter(void **state)
+{
+	struct pyspan_layout l;
+
+	(void)state;
+	pyspan_layout_for(3, 8, &l);
+	assert_int_equal(l.model, PYSPAN_MODEL_FRAMEOBJ_STACKTOP);
+	assert_int_equal(l.frame_arg, 1); /* 3.8: eval(frame, throwflag) */
+	pyspan_layout_for(3, 10, &l);
+	assert_int_equal(l.model, PYSPAN_MODEL_FRAMEOBJ_STATE);
+	assert_int_equal(l.frame_arg, 2); /* 3.9+: eval(tstate, frame, throwflag) */
+	assert_int_equal(l.code_qualname, 0); /* learned from the def or the generator */
+	/* the caller's value stack and the function object name plain functions */
+	assert_int_equal(l.frame_back, 24);
+	assert_int_equal(l.frame_valuestack, 64);
+	assert_int_equal(l.func_code, 48);
+	assert_int_equal(l.func_qualname, 40);
+	pyspan_layout_for(3, 9, &l);
+	assert_int_equal(l.func_code, 16);
+	assert_int_equal(l.func_qualname, 104);
+	pyspan_layout_for(3, 11, &l);
+	assert_int_equal(l.model, PYSPAN_MODEL_IFRAME_PREV);
+	assert_int_equal(l.frame_valuestack, 0); /* co_qualname instead */
+	assert_int_not_equal(l.code_qualname, 0);
+	pyspan_layout_for(3, 12, &l);
+	assert_int_equal(l.frame_code, 0); /* f_code moved to the front */
+	pyspan_layout_for(3, 13, &l);
+	assert_int_equal(l.model, PYSPAN_MODEL_IFRAME_NEXT);
+}
+
+static int check(const char *module, const char *qualname)
+{
+	struct py_probe p = { .module = module, .qualname = qualname };
+
+	return pyspan_probe_check(&p, err, sizeof(err));
+}
+
+static void probe_names_accepted(void **state)
+{
+	(void)state;
+	assert_int_equal(check("robot_server.protocols.router",
+			       "create_protocol.<locals>._get_cached_protocol_analysis"), 0);
+	assert_int_equal(check("robot_server.protocols.protocol_analyzer", "ProtocolAnalyzer.analyze"), 0);
+	assert_int_equal(check("scenario", "tiny"), 0);
+	assert_int_equal(check("m", "f.<lambda>"), 0);
+}
+
+static void probe_names_rejected(void **state)
+{
+	static const char *const modules[] = { "", ".a", "a.", "a..b", "1a", "a-b", "a/b", "a.<locals>" };
+	static const char *const qualnames[] = { "", "f..g", ".f", "f.", "f.<>", "f.<lo cals>", "f(x)" };
+	char longname[200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+		assert_int_equal(check(modules[i], "f"), -EINVAL);
+		assert_non_null(strstr(err, "bad module"));
+	}
+	for (size_t i = 0; i < sizeof(qualnames) / sizeof(qualnames[0]); i++) {
+		assert_int_equal(check("m", qualnames[i]), -EINVAL);
+		assert_non_null(strstr(err, "bad qualified name"));
+	}
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(check("m", longname), -ENAMETOOLONG);
+	assert_int_equal(check(longname, "f"), -ENAMETOOLONG);
+}
+
+static void matcher_config(void **state)
+{
+	struct py_probe p = { .probe_id = 7, .module = "robot_server.protocols.router",
+			      .qualname = "create_protocol.<locals>._get_cached_protocol_analysis" };
+	struct pyspan_probe_cfg cfg;
+
+	(void)state;
+	pyspan_probe_cfg_fill(&p, &cfg);
+	assert_string_equal(cfg.qualname, p.qualname);
+	assert_string_equal(cfg.name, "_get_cached_protocol_analysis");
+	assert_string_equal(cfg.file_suffix, "/robot_server/protocols/router.py");
+	assert_string_equal(cfg.pkg_suffix, "/robot_server/protocols/router/__init__.py");
+	assert_int_equal(cfg.file_len, strlen("/robot_server/protocols/router.py"));
+	assert_int_equal(cfg.pkg_len, strlen("/robot_server/protocols/router/__init__.py"));
+	assert_int_equal(cfg.probe_id, 7);
+
+	p.module = "scenario";
+	p.qualname = "tiny";
+	pyspan_probe_cfg_fill(&p, &cfg);
+	assert_string_equal(cfg.name, "tiny");
+	assert_string_equal(cfg.file_suffix, "/scenario.py");
+}
+
+static void version_from_file_names(void **state)
+{
+	static const struct { const char *name; int major, minor; } ok[] = {
+		{ "libpython3.10.so.1.0", 3, 10 },
+		{ "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0", 3, 11 },
+		{ "/usr/bin/python3.11", 3, 11 },
+		{ "libpython3.7m.so", 3, 7 },
+		{ "python3.13t", 3, 13 },
+	};
+	static const char *const none[] = { "python3", "/usr/bin/python", "/opt/python3.10/bin/app",
+					    "libfoo.so", "python.3" };
+	int major, minor;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(python_version_from_name(ok[i].name, &major, &minor), 0);
+		assert_int_equal(major, ok[i].major);
+		assert_int_equal(minor, ok[i].minor);
+	}
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		assert_int_equal(python_version_from_name(none[i], &major, &minor), -1);
+}
+
+/* A pyenv interpreter links libpython: DT_NEEDED names it and RUNPATH
+ * finds it. Skipped where pyenv's 3.10 is not installed. */
+static void pyenv_interpreter_found(void **state)
+{
+	const char *exe = "/root/.pyenv/versions/3.10.13/bin/python3.10";
+	struct python_interp interp;
+	char needed[256];
+
+	(void)state;
+	if (access(exe, X_OK) != 0)
+		skip();
+	assert_int_equal(python_needed_libpython(exe, needed, sizeof(needed)), 0);
+	assert_string_equal(needed, "libpython3.10.so.1.0");
+	assert_int_equal(python_interp_of_exe(exe, &interp, err, sizeof(err)), 0);
+	assert_string_equal(interp.path, "/root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0");
+	assert_int_equal(interp.major, 3);
+	assert_int_equal(interp.minor, 10);
+}
+
+static void non_python_executable_rejected(void **state)
+{
+	struct python_interp interp;
+
+	(void)state;
+	assert_int_not_equal(python_interp_of_exe("/bin/sh", &interp, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "not a CPython interpreter"));
+	assert_int_not_equal(python_interp_of_exe("/nonexistent/python3.10", &interp, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "No such file"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(layouts_cover_3_8_to_3_13),
+		cmocka_unit_test(layout_models_follow_the_interpreter),
+		cmocka_unit_test(probe_names_accepted),
+		cmocka_unit_test(probe_names_rejected),
+		cmocka_unit_test(matcher_config),
+		cmocka_unit_test(version_from_file_names),
+		cmocka_unit_test(pyenv_interpreter_found),
+		cmocka_unit_test(non_python_executable_rejected),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,529 @@
+/* Python function spans (issue 3): finds the interpreter, picks the
+ * struct layout of its version, loads bpf/pyspan.bpf.c with the probe
+ * table as read-only data and attaches it to the frame evaluation. */
+#include "pyspan.h"
+#include "pyspan_event.h"
+#include "python_elf.h"
+#include "python_probe.h"
+#include "percpu_counter.h"
+#include "elf_symbols.h"
+#include "span.h"
+#include "pyspan.skel.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+_Static_assert((int)PYSPAN_CNT_CORO_TABLE_FULL == (int)SPAN_CNT_MAX,
+	       "pyspan counters continue span.h's");
+
+struct pyspan {
+	struct pyspan_bpf *skel;
+	struct bpf_link *links[8];
+	int n_links;
+	struct python_interp interp;
+	bool gen_hook;          /* coroutine hook on the generator step function */
+	int n_probes;
+	struct py_probe probes[PYSPAN_MAX_PROBES];
+};
+
+/* Offsets read from each version's headers (Include/cpython/frameobject.h,
+ * code.h, genobject.h, internal/pycore_frame.h) with offsetof(). */
+static const struct {
+	int minor;
+	struct pyspan_layout layout;
+} layouts[] = {
+	{ 8, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 1, .frame_code = 32,
+	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
+	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
+	       .code_flags = 36, .code_filename = 104, .code_name = 112,
+	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 9, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 2, .frame_code = 32,
+	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
+	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
+	       .code_flags = 36, .code_filename = 104, .code_name = 112,
+	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 10, { .model = PYSPAN_MODEL_FRAMEOBJ_STATE, .frame_arg = 2, .frame_code = 32,
+		.frame_lasti = 96, .frame_gen = 88, .frame_suspend = 108, .gen_qualname = 48, .gen_frame = 16,
+		.frame_back = 24, .frame_valuestack = 64, .func_code = 48, .func_qualname = 40,
+		.code_flags = 36, .code_filename = 104, .code_name = 112,
+		.unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 11, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 32,
+		.frame_instr = 56, .frame_owner = 69, .gen_iframe = 80, .gen_state = 75,
+		.gen_qualname = 40, .code_flags = 48, .code_filename = 112, .code_name = 120,
+		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
+		.unicode_data = 48, .owned_by_generator = 1, .return_generator = 75 } },
+	{ 12, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 0,
+		.frame_instr = 56, .frame_owner = 70, .gen_iframe = 72, .gen_state = 67,
+		.gen_qualname = 32, .code_flags = 48, .code_filename = 112, .code_name = 120,
+		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
+		.unicode_data = 40, .owned_by_generator = 1, .return_generator = 75 } },
+	{ 13, { .model = PYSPAN_MODEL_IFRAME_NEXT, .frame_arg = 2, .frame_code = 0,
+		.frame_instr = 56, .frame_owner = 70, .gen_iframe = 72, .gen_state = 67,
+		.gen_qualname = 32, .code_flags = 48, .code_filename = 112, .code_name = 120,
+		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
+		.unicode_data = 40, .owned_by_generator = 1, .return_generator = 35 } },
+};
+
+int pyspan_layout_for(int major, int minor, struct pyspan_layout *out)
+{
+	if (major != 3)
+		return -1;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		if (layouts[i].minor == minor) {
+			*out = layouts[i].layout;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static bool is_identifier(const char *s, size_t n)
+{
+	if (n == 0 || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	return true;
+}
+
+/* "<locals>", "<lambda>", "<genexpr>": compiler-made qualname parts. */
+static bool is_angle_part(const char *s, size_t n)
+{
+	if (n < 3 || s[0] != '<' || s[n - 1] != '>')
+		return false;
+	return is_identifier(s + 1, n - 2);
+}
+
+static bool dotted_ok(const char *s, bool allow_angle)
+{
+	const char *part = s;
+
+	if (!s || !*s)
+		return false;
+	for (const char *p = s;; p++) {
+		if (*p == '.' || *p == '\0') {
+			size_t n = (size_t)(p - part);
+			if (!is_identifier(part, n) && !(allow_angle && is_angle_part(part, n)))
+				return false;
+			if (*p == '\0')
+				return true;
+			part = p + 1;
+		}
+	}
+}
+
+int pyspan_probe_check(const struct py_probe *p, char *err, size_t errlen)
+{
+	if (!dotted_ok(p->module, false)) {
+		snprintf(err, errlen, "bad module '%s' in py:MODULE:QUALNAME: expected a dotted "
+			 "module name such as robot_server.protocols.router", p->module ? p->module : "");
+		return -EINVAL;
+	}
+	if (!dotted_ok(p->qualname, true)) {
+		snprintf(err, errlen, "bad qualified name '%s' in py:MODULE:QUALNAME: expected "
+			 "function, Class.method or outer.<locals>.inner", p->qualname ? p->qualname : "");
+		return -EINVAL;
+	}
+	if (strlen(p->module) + strlen("/__init__.py") + 1 >= PYSPAN_STR_MAX ||
+	    strlen(p->qualname) >= PYSPAN_STR_MAX) {
+		snprintf(err, errlen, "py:%s:%s is too long (module and qualified name at most %d characters)",
+			 p->module, p->qualname, PYSPAN_STR_MAX - 16);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cfg)
+{
+	const char *last = strrchr(p->qualname, '.');
+	char path[PYSPAN_STR_MAX];
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->qualname, sizeof(cfg->qualname), "%s", p->qualname);
+	snprintf(cfg->name, sizeof(cfg->name), "%s", last ? last + 1 : p->qualname);
+	snprintf(path, sizeof(path), "%s", p->module);
+	for (char *c = path; *c; c++)
+		if (*c == '.')
+			*c = '/';
+	snprintf(cfg->file_suffix, sizeof(cfg->file_suffix), "/%.100s.py", path);
+	snprintf(cfg->pkg_suffix, sizeof(cfg->pkg_suffix), "/%.100s/__init__.py", path);
+	cfg->file_len = (__u32)strlen(cfg->file_suffix);
+	cfg->pkg_len = (__u32)strlen(cfg->pkg_suffix);
+	cfg->probe_id = p->probe_id;
+}
+
+/* One warning naming the probes this version may not see, and why. */
+static void warn_version_limits(const struct pyspan *p)
+{
+	char names[1024] = "";
+	size_t used = 0;
+
+	if (p->interp.minor < 11)
+		return;
+	for (int i = 0; i < p->n_probes; i++)
+		used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
+				 "%spy:%s:%s", i ? ", " : "", p->probes[i].module, p->probes[i].qualname);
+	if (p->interp.minor == 11)
+		fprintf(stderr, "pmetrics: warning: Python 3.11 inlines calls between Python functions: "
+			"%s are timed only if they are coroutines (every await is seen) or called "
+			"from C; a plain function called from Python code records nothing\n", names);
+	else
+		fprintf(stderr, "pmetrics: warning: Python 3.%d inlines Python-to-Python calls and awaits: "
+			"%s are timed only when entered from C (a task's outermost coroutine, "
+			"callbacks, map()); awaited coroutines and plain calls from Python "
+			"record nothing\n", p->interp.minor, names);
+}
+
+static int find_interp(const struct pyspan_target *t, struct python_interp *out)
+{
+	char err[512];
+	int ret;
+
+	if (t->launched)
+		ret = python_interp_of_exe(t->exe_path, out, err, sizeof(err));
+	else
+		ret = python_interp_of_pid(t->pid, out, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "pmetrics: %s\n", err);
+	return ret;
+}
+
+static int attach(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
+		  pid_t pid, const char *sym)
+{
+	char suggest[256] = "", err[512] = "";
+	struct bpf_link *link;
+	uint64_t off;
+	int rc;
+
+	rc = elf_symbol_offset(p->interp.path, sym, &off, suggest, sizeof(suggest), err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(stderr, "pmetrics: %s has no symbol %s: not a CPython interpreter, or a "
+			"stripped one; use a CPython with its symbols (e.g. a pyenv build)\n",
+			p->interp.path, sym);
+		return rc;
+	}
+	if (rc) {
+		fprintf(stderr, "pmetrics: %s\n", err);
+		return rc;
+	}
+	link = bpf_program__attach_uprobe(prog, ret_probe, pid, p->interp.path, (size_t)off);
+	if (!link) {
+		rc = -errno;
+		fprintf(stderr, "pmetrics: cannot attach a uprobe to %s in %s: %s\n", sym,
+			p->interp.path, strerror(-rc));
+		return rc;
+	}
+	p->links[p->n_links++] = link;
+	return 0;
+}
+
+/* The functions that run a generator or coroutine step on 3.8-3.10: the
+ * step function and, on 3.10, the am_send slot the compiler builds with
+ * its own copy of it (await and the asyncio task step go through that
+ * one). Each takes the generator as its first argument. */
+static int gen_step_symbols(const struct python_interp *interp, const char *syms[2])
+{
+	if (interp->major != 3 || interp->minor < 8 || interp->minor > 10)
+		return 0;
+	if (interp->minor < 10) {
+		syms[0] = "gen_send_ex";
+		return 1;
+	}
+	syms[0] = "gen_send_ex2";
+	syms[1] = "PyGen_am_send";
+	return 2;
+}
+
+static bool has_symbol(const char *path, const char *name)
+{
+	char suggest[8], err[256];
+	uint64_t off;
+
+	return elf_symbol_offset(path, name, &off, suggest, sizeof(suggest), err, sizeof(err)) == 0;
+}
+
+/* A copy of a step function that the compiler specialised (.isra,
+ * .constprop, .part) may take other arguments, or hide a step we would
+ * not see: then only the eval loop hook is exact. */
+static bool has_specialised_copy(const char *path, const char *sym)
+{
+	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0", ".cold" };
+	char name[128];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", sym, suffixes[i]);
+		if (has_symbol(path, name))
+			return true;
+	}
+	return false;
+}
+
+/* Whether the coroutine hook can be used: asked for, a version where a
+ * known set of functions runs every generator step, and those functions
+ * in the interpreter's symbol table (a stripped build keeps only exports). */
+static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
+{
+	const char *syms[2];
+	int n = gen_step_symbols(&p->interp, syms);
+
+	if (!t->coroutine_hook)
+		return false;
+	if (n == 0) {
+		if (t->verbose)
+			fprintf(stderr, "pmetrics: Python %d.%d has no single generator step function: "
+				"hooking the eval loop (it inlines plain calls, so they cost nothing)\n",
+				p->interp.major, p->interp.minor);
+		return false;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!has_symbol(p->interp.path, syms[i]) || has_specialised_copy(p->interp.path, syms[i])) {
+			fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
+				"specialised build): hooking every Python call instead of coroutine steps, "
+				"which costs a trap per call\n", p->interp.path, syms[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static int attach_pair(struct pyspan *p, const struct pyspan_target *t,
+		       struct bpf_program *entry, struct bpf_program *ret, const char *sym)
+{
+	int rc = attach(p, entry, false, t->pid, sym);
+
+	if (rc == 0)
+		rc = attach(p, ret, true, t->pid, sym);
+	if (rc == 0 && t->verbose)
+		fprintf(stderr, "pmetrics: Python calls seen at %s (%s)\n", sym,
+			p->gen_hook ? "coroutine and generator steps only" : "every call into the eval loop");
+	return rc;
+}
+
+static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
+{
+	struct pyspan_bpf *skel = p->skel;
+	const char *syms[2];
+	int n, rc = 0;
+
+	if (!p->gen_hook)
+		return attach_pair(p, t, skel->progs.py_entry, skel->progs.py_return,
+				   "_PyEval_EvalFrameDefault");
+	n = gen_step_symbols(&p->interp, syms);
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i]);
+	return rc;
+}
+
+static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
+			   const struct pyspan_layout *layout)
+{
+	struct pyspan_bpf *skel;
+	struct bpf_link *link;
+	int rc;
+
+	skel = pyspan_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "pmetrics: cannot open the Python span BPF object: %s\n", strerror(errno));
+		return -errno;
+	}
+	p->skel = skel;
+	skel->rodata->targ_tgid = (__u32)t->pid;
+	skel->rodata->n_probes = (__u32)p->n_probes;
+	memcpy((void *)&skel->rodata->layout, layout, sizeof(*layout));
+	for (int i = 0; i < p->n_probes; i++)
+		pyspan_probe_cfg_fill(&p->probes[i], (struct pyspan_probe_cfg *)&skel->rodata->probes[i]);
+	/* Only 3.8-3.10 need the def statement to learn plain functions' qualnames. */
+	bpf_program__set_autoload(skel->progs.py_make_function, layout->code_qualname == 0);
+	p->gen_hook = use_gen_hook(p, t);
+	skel->rodata->hook_mode = p->gen_hook ? PYSPAN_HOOK_COROUTINES : PYSPAN_HOOK_CALLS;
+	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
+	bpf_program__set_autoload(skel->progs.py_gen_return, p->gen_hook);
+	rc = pyspan_bpf__load(skel);
+	if (rc) {
+		fprintf(stderr, "pmetrics: cannot load the Python span BPF programs: %s "
+			"(run as root on a kernel with BPF and uprobes)\n", strerror(-rc));
+		return rc;
+	}
+	if ((rc = attach_hooks(p, t)))
+		return rc;
+	if (layout->code_qualname == 0 &&
+	    (rc = attach(p, skel->progs.py_make_function, false, t->pid, "PyFunction_NewWithQualName")))
+		return rc;
+	link = bpf_program__attach(skel->progs.py_thread_exit);
+	if (!link) {
+		rc = -errno;
+		fprintf(stderr, "pmetrics: cannot attach the thread-exit tracepoint: %s\n", strerror(-rc));
+		return rc;
+	}
+	p->links[p->n_links++] = link;
+	return 0;
+}
+
+int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
+		const struct py_probe *probes, int n_probes)
+{
+	struct pyspan_layout layout;
+	struct pyspan *p;
+	char err[512];
+	int rc;
+
+	*out = NULL;
+	if (n_probes <= 0 || n_probes > PYSPAN_MAX_PROBES) {
+		fprintf(stderr, "pmetrics: between 1 and %d py: probes per process, not %d\n",
+			PYSPAN_MAX_PROBES, n_probes);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n_probes; i++) {
+		if ((rc = pyspan_probe_check(&probes[i], err, sizeof(err)))) {
+			fprintf(stderr, "pmetrics: %s\n", err);
+			return rc;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->n_probes = n_probes;
+	memcpy(p->probes, probes, sizeof(*probes) * (size_t)n_probes);
+	rc = find_interp(target, &p->interp);
+	if (rc)
+		goto fail;
+	if (pyspan_layout_for(p->interp.major, p->interp.minor, &layout)) {
+		fprintf(stderr, "pmetrics: %s is Python %d.%d, which py: probes do not support "
+			"(supported: 3.8 to 3.13)\n", p->interp.path, p->interp.major, p->interp.minor);
+		rc = -ENOTSUP;
+		goto fail;
+	}
+	if (target->verbose)
+		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s\n", p->interp.major,
+			p->interp.minor, p->interp.path);
+	rc = load_and_attach(p, target, &layout);
+	if (rc)
+		goto fail;
+	warn_version_limits(p);
+	*out = p;
+	return 0;
+fail:
+	pyspan_close(p);
+	return rc;
+}
+
+int pyspan_ringbuf_fd(const struct pyspan *p)
+{
+	return bpf_map__fd(p->skel->maps.py_events);
+}
+
+__u64 pyspan_counter(const struct pyspan *p, __u32 which)
+{
+	return percpu_counter_sum(bpf_map__fd(p->skel->maps.counters), which);
+}
+
+__u64 pyspan_probe_counter(const struct pyspan *p, int idx, __u32 kind)
+{
+	return percpu_counter_sum(bpf_map__fd(p->skel->maps.probe_counters),
+			  (__u32)idx * PYSPAN_PC_MAX + kind);
+}
+
+static void summary_probe(const struct pyspan *p, int i, FILE *out)
+{
+	const struct py_probe *pr = &p->probes[i];
+	__u64 spans = pyspan_probe_counter(p, i, PYSPAN_PC_SPANS);
+	__u64 unresolved = pyspan_probe_counter(p, i, PYSPAN_PC_UNRESOLVED);
+
+	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
+		(unsigned long long)spans);
+	__u64 plain = pyspan_probe_counter(p, i, PYSPAN_PC_PLAIN_SKIPPED);
+	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
+
+	if (plain || (p->gen_hook && !seen))
+		fprintf(out, "pmetrics: warning: py:%s:%s %s the coroutine hook times only "
+			"coroutines and generators; use --python-hook calls for plain functions\n",
+			pr->module, pr->qualname,
+			plain ? "is a plain function:" : "was never seen; if it is a plain function,");
+	else if (unresolved)
+		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
+			"were not timed: they came from C code, and on Python %d.%d its qualified name "
+			"is then known only if its def ran after pmetrics attached; start the program "
+			"under pmetrics\n",
+			pr->module, pr->qualname, (unsigned long long)unresolved,
+			p->interp.major, p->interp.minor);
+	else if (!seen)
+		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
+			pr->module, pr->qualname,
+			p->interp.minor >= 11 ? " (it may be a call this Python version inlines)"
+					      : " (check the module and qualified name)");
+}
+
+/* Coroutines that started under pmetrics and have not finished. */
+static __u64 open_coroutines(const struct pyspan *p)
+{
+	struct { __u64 start_ns; __u32 idx, tid; } value; /* bpf/pyspan.bpf.c's open_coro */
+	int fd = bpf_map__fd(p->skel->maps.open_coros);
+	__u64 key, next, n = 0;
+	void *prev = NULL;
+
+	if (bpf_map__value_size(p->skel->maps.open_coros) != sizeof(value))
+		return 0;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, &value) == 0 && value.start_ns)
+			n++;
+		key = next;
+		prev = &key;
+	}
+	return n;
+}
+
+void pyspan_summary(const struct pyspan *p, FILE *out)
+{
+	static const char *lost_names[PYSPAN_CNT_MAX_ALL] = {
+		[SPAN_CNT_RINGBUF_FULL] = "ring buffer full",
+		[SPAN_CNT_DEPTH_OVERFLOW] = "nesting deeper than 64",
+		[SPAN_CNT_THREAD_EXIT] = "open when the thread exited",
+		[SPAN_CNT_UNWOUND] = "return never seen",
+		[SPAN_CNT_NO_ENTRY] = "return without entry",
+		[SPAN_CNT_STACK_FULL] = "too many threads",
+		[PYSPAN_CNT_CORO_TABLE_FULL] = "too many open coroutines",
+		[PYSPAN_CNT_MID_CORO] = "coroutines started before pmetrics attached",
+		[PYSPAN_CNT_CORO_NO_START] = "coroutine ends whose start was lost",
+	};
+
+	__u64 n;
+
+	if (!p)
+		return;
+	for (int i = 0; i < p->n_probes; i++)
+		summary_probe(p, i, out);
+	if (p->interp.minor >= 11)
+		fprintf(out, "pmetrics: Python %d.%d: %d py: probe(s) see only %s\n",
+			p->interp.major, p->interp.minor, p->n_probes,
+			p->interp.minor == 11 ? "coroutines and calls from C"
+					      : "calls from C and tasks' outermost coroutines");
+	n = open_coroutines(p);
+	if (n)
+		fprintf(out, "pmetrics: python spans open at the end: %llu coroutine(s) still running "
+			"(no row)\n", (unsigned long long)n);
+	for (__u32 c = 0; c < PYSPAN_CNT_MAX_ALL; c++) {
+		n = pyspan_counter(p, c);
+		if (n && lost_names[c])
+			fprintf(out, "pmetrics: python spans lost: %llu (%s)\n",
+				(unsigned long long)n, lost_names[c]);
+	}
+}
+
+void pyspan_close(struct pyspan *p)
+{
+	if (!p)
+		return;
+	for (int i = p->n_links - 1; i >= 0; i--)
+		bpf_link__destroy(p->links[i]);
+	pyspan_bpf__destroy(p->skel);
+	free(p);
+}
