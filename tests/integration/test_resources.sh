@@ -43,14 +43,20 @@ if [ ! -x "$SAMPLE" ]; then
 fi
 t_begin resources_load; need_root || exit 0
 
+# Command lines unique to this run ($$), so another run of this test on
+# the same machine never adds rows to the exact counts below. (res_burn
+# and res_touch ignore the extra argument.)
+SL="sleep 301.$$"
+BURN="$PROGS/res_burn 600 400 $$"
+
 # ---- CPU burner: user and system time -----------------------------------
 out=$(fresh_dir)
-"$PROGS/res_burn" 600 400 >"$T_TMP/burn.out" & burn=$!; PIDS+=("$burn")
+"$PROGS/res_burn" 600 400 $$ >"$T_TMP/burn.out" & burn=$!; PIDS+=("$burn")
 wait_for "$T_TMP/burn.out" done
 before=$(now_ns)
-"$SAMPLE" --dir "$out" --polls 1 --process-filter "$PROGS/res_burn 600 400" 2>"$T_TMP/err"
+"$SAMPLE" --dir "$out" --polls 1 --process-filter "$BURN" 2>"$T_TMP/err"
 after=$(now_ns)
-cmd="$PROGS/res_burn 600 400"
+cmd="$BURN"
 u=$(field "$out/system_resource_data" "$cmd" 4); s=$(field "$out/system_resource_data" "$cmd" 5)
 pu=$(awk -v t="$(stat_field "$burn" 14)" -v h="$clk_tck" 'BEGIN { print t / h }')
 ps=$(awk -v t="$(stat_field "$burn" 15)" -v h="$clk_tck" 'BEGIN { print t / h }')
@@ -83,10 +89,10 @@ if [ "$n" -eq 1 ]; then t_pass; else t_fail "$n rows for one matching process"; 
 
 # ---- memory toucher: RSS ---------------------------------------------------
 out=$(fresh_dir)
-"$PROGS/res_touch" 64 >"$T_TMP/touch.out" & touch_pid=$!; PIDS+=("$touch_pid")
+"$PROGS/res_touch" 64 $$ >"$T_TMP/touch.out" & touch_pid=$!; PIDS+=("$touch_pid")
 wait_for "$T_TMP/touch.out" done
-"$SAMPLE" --dir "$out" --polls 1 --process-filter '*/res_touch 64' 2>/dev/null
-cmd="$PROGS/res_touch 64"
+"$SAMPLE" --dir "$out" --polls 1 --process-filter "*/res_touch 64 $$" 2>/dev/null
+cmd="$PROGS/res_touch 64 $$"
 rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$touch_pid/status")
 pct=$(field "$out/system_resource_data" "$cmd" 6)
 got_kb=$(awk -v p="$pct" -v t="$mem_total_kb" 'BEGIN { printf "%.1f", p * t / 100 }')
@@ -108,21 +114,21 @@ if near "$mib" "$(awk -v k="$rss_kb" 'BEGIN { print k / 1024 }')" 0.01; then t_p
 
 # ---- sleeper: no CPU, still listed --------------------------------------------
 out=$(fresh_dir)
-sleep 301 & sl=$!; PIDS+=("$sl")
+$SL & sl=$!; PIDS+=("$sl")
 sleep 0.2
-"$SAMPLE" --dir "$out" --polls 1 --process-filter 'sleep 301' 2>/dev/null
+"$SAMPLE" --dir "$out" --polls 1 --process-filter "$SL" 2>/dev/null
 t_begin sleeper_listed_with_no_cpu
-u=$(field "$out/system_resource_data" "sleep 301" 4); s=$(field "$out/system_resource_data" "sleep 301" 5)
+u=$(field "$out/system_resource_data" "$SL" 4); s=$(field "$out/system_resource_data" "$SL" 5)
 if near "$u" 0 0.01 && near "$s" 0 0.01; then t_pass; else t_fail "sleep: user '$u' system '$s'"; fi
 
 # ---- exec: the same pid with a new command line ----------------------------------
 out=$(fresh_dir)
-sh -c 'sleep 1.5; exec sleep 302' & ex=$!; PIDS+=("$ex")
+sh -c "sleep 1.5; exec sleep 302.$$" & ex=$!; PIDS+=("$ex")
 sleep 0.2
-"$SAMPLE" --dir "$out" --polls 2 --interval 2 --process-filter 'sh -c sleep 1.5*' --process-filter 'sleep 302' 2>/dev/null
+"$SAMPLE" --dir "$out" --polls 2 --interval 2 --process-filter "sh -c sleep 1.5; exec sleep 302.$$" --process-filter "sleep 302.$$" 2>/dev/null
 t_begin exec_starts_a_new_command_line
 first=$(sed -n 1p "$out/system_resource_data" | cut -d, -f2); second=$(sed -n 2p "$out/system_resource_data" | cut -d, -f2)
-if [ "$first" = "sh -c sleep 1.5; exec sleep 302" ] && [ "$second" = "sleep 302" ]; then t_pass; else t_fail "rows: '$first' then '$second'"; fi
+if [ "$first" = "sh -c sleep 1.5; exec sleep 302.$$" ] && [ "$second" = "sleep 302.$$" ]; then t_pass; else t_fail "rows: '$first' then '$second'"; fi
 
 # ---- --pid: the target and its children ---------------------------------------------
 out=$(fresh_dir)
@@ -145,10 +151,10 @@ if [ "$(wc -l <"$out/system_resource_data")" -eq 1 ] && grep -q 'res_touch 2,' "
 
 # ---- activity layout ------------------------------------------------------------------
 out=$(fresh_dir)
-"$SAMPLE" --dir "$out" --polls 1 --layout activity --process-filter 'sleep 301' 2>/dev/null
+"$SAMPLE" --dir "$out" --polls 1 --layout activity --process-filter "$SL" 2>/dev/null
 t_begin activity_layout_quotes_and_crlf
 # (a sleeper may carry one 0.01 s tick from its exec)
-if grep -q $'^"[0-9]*","sleep 301","[0-9.]*","0\\.0[0-9]\\?","0\\.0[0-9]\\?","[0-9.e-]*"\r$' "$out/system_resource_data"; then t_pass; else t_fail "$(head -c 200 "$out/system_resource_data" | od -c | head -5)"; fi
+if grep -q $'^"[0-9]*","'"$SL"$'","[0-9.]*","0\\.0[0-9]\\?","0\\.0[0-9]\\?","[0-9.e-]*"\r$' "$out/system_resource_data"; then t_pass; else t_fail "$(head -c 200 "$out/system_resource_data" | od -c | head -5)"; fi
 
 # ---- churn: processes start, exec and exit during sampling ---------------------------------
 out=$(fresh_dir)
@@ -193,10 +199,10 @@ rec() { timeout 30 "$PMETRICS" record "$@" >/dev/null 2>"$T_TMP/rec.err"; rc=$?;
 
 t_begin record_whole_system_by_filter
 out=$(fresh_dir)
-rec --resources --interval 1 --duration 2500ms --process-filter 'sleep 301' -o "$out"
-n=$(res_rows "$out/system_resource_data" "sleep 301")
-others=$(awk -F, '$2 != "sleep 301"' "$out/system_resource_data" 2>/dev/null | wc -l)
-series=$(awk -F, '$4 == "sleep 301"' "$out/memory_series_data" 2>/dev/null | wc -l)
+rec --resources --interval 1 --duration 2500ms --process-filter "$SL" -o "$out"
+n=$(res_rows "$out/system_resource_data" "$SL")
+others=$(awk -F, -v c="$SL" '$2 != c' "$out/system_resource_data" 2>/dev/null | wc -l)
+series=$(awk -F, -v c="$SL" '$4 == c' "$out/memory_series_data" 2>/dev/null | wc -l)
 if [ $rc -eq 0 ] && [ "$n" -ge 2 ] && [ "$others" -eq 0 ] && [ "$series" -eq "$n" ]; then t_pass
 else t_fail "rc $rc, $n rows, $others others, $series series rows: $(head -c 300 "$T_TMP/rec.err")"; fi
 
@@ -204,8 +210,8 @@ else t_fail "rc $rc, $n rows, $others others, $series series rows: $(head -c 300
 # equal /proc's exactly, up to one tick of rounding (0.01 s).
 t_begin record_cpu_matches_proc
 out=$(fresh_dir)
-rec --resources --duration 500ms --process-filter "$PROGS/res_burn 600 400" -o "$out"
-cmd="$PROGS/res_burn 600 400"
+rec --resources --duration 500ms --process-filter "$BURN" -o "$out"
+cmd="$BURN"
 u=$(field "$out/system_resource_data" "$cmd" 4); s=$(field "$out/system_resource_data" "$cmd" 5)
 if near "$u" "$pu" 0.01 && near "$s" "$ps" 0.01; then t_pass; else t_fail "user $u system $s vs /proc $pu $ps"; fi
 
@@ -213,11 +219,11 @@ if near "$u" "$pu" 0.01 && near "$s" "$ps" 0.01; then t_pass; else t_fail "user 
 # immediate; SIGTERM then ends it cleanly.
 t_begin record_first_poll_at_once_then_sigterm
 out=$(fresh_dir)
-"$PMETRICS" record --resources --interval 60 --process-filter 'sleep 301' -o "$out" 2>"$T_TMP/rec.err" &
+"$PMETRICS" record --resources --interval 60 --process-filter "$SL" -o "$out" 2>"$T_TMP/rec.err" &
 rp=$!
-wait_for "$out/system_resource_data" 'sleep 301'
+wait_for "$out/system_resource_data" "$SL"
 kill -TERM "$rp"; wait "$rp"; rc=$?
-n=$(res_rows "$out/system_resource_data" "sleep 301")
+n=$(res_rows "$out/system_resource_data" "$SL")
 if [ $rc -eq 0 ] && [ "$n" -eq 1 ] && grep -q '^pmetrics: terminated' "$T_TMP/rec.err"; then t_pass
 else t_fail "rc $rc, $n rows: $(head -c 300 "$T_TMP/rec.err")"; fi
 
@@ -226,7 +232,7 @@ out=$(fresh_dir)
 rec --resources --interval 1 -o "$out" -- sh -c "\"$PROGS/res_touch\" 3 >/dev/null & sleep 1.5; kill \$!"
 t=$(res_rows "$out/system_resource_data" "$PROGS/res_touch 3")
 sh_rows=$(grep -c '^[0-9]*,"\?sh -c ' "$out/system_resource_data") # quoted: it holds '"' 
-unrelated=$(res_rows "$out/system_resource_data" "sleep 301")
+unrelated=$(res_rows "$out/system_resource_data" "$SL")
 if [ $rc -eq 0 ] && [ "$t" -ge 1 ] && [ "$sh_rows" -ge 1 ] && [ "$unrelated" -eq 0 ] &&
 	grep -q '^pmetrics: target exited' "$T_TMP/rec.err"; then t_pass
 else t_fail "rc $rc, child $t rows, shell $sh_rows, unrelated $unrelated: $(head -c 300 "$T_TMP/rec.err")"; fi
@@ -235,7 +241,7 @@ t_begin record_pid_target_only
 out=$(fresh_dir)
 rec --resources --duration 1500ms --pid "$sl" -o "$out"
 n=$(wc -l <"$out/system_resource_data")
-if [ $rc -eq 0 ] && [ "$n" -ge 1 ] && [ "$(res_rows "$out/system_resource_data" "sleep 301")" -eq "$n" ]; then t_pass
+if [ $rc -eq 0 ] && [ "$n" -ge 1 ] && [ "$(res_rows "$out/system_resource_data" "$SL")" -eq "$n" ]; then t_pass
 else t_fail "rc $rc, $n rows: $(head -c 300 "$out/system_resource_data")"; fi
 
 t_begin record_probes_and_resources_together
@@ -252,17 +258,17 @@ else t_fail "rc $rc, $spans spans, $res resource rows: $(head -c 300 "$T_TMP/rec
 t_begin record_reads_the_tracker_environment
 out=$(fresh_dir)
 OT_SYSTEM_RESOURCE_TRACKER_ENABLED=false OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR="$out" \
-	OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS=' nomatch* , sleep 301 ,' \
+	OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS=" nomatch* , $SL ," \
 	OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL=60 rec --resources --duration 1500ms
 if [ $rc -eq 0 ] && [ "$(wc -l <"$out/system_resource_data")" -eq 1 ] &&
-	[ "$(res_rows "$out/system_resource_data" "sleep 301")" -eq 1 ]; then t_pass
+	[ "$(res_rows "$out/system_resource_data" "$SL")" -eq 1 ]; then t_pass
 else t_fail "rc $rc: $(head -c 300 "$out/system_resource_data" 2>&1) $(head -c 300 "$T_TMP/rec.err")"; fi
 
 t_begin record_flags_override_the_environment
 out=$(fresh_dir)
 OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS='nomatch*' OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL=60 \
-	rec --resources --interval 1 --duration 1500ms --process-filter 'sleep 301' -o "$out"
-n=$(res_rows "$out/system_resource_data" "sleep 301")
+	rec --resources --interval 1 --duration 1500ms --process-filter "$SL" -o "$out"
+n=$(res_rows "$out/system_resource_data" "$SL")
 if [ $rc -eq 0 ] && [ "$n" -ge 2 ]; then t_pass; else t_fail "rc $rc, $n rows"; fi
 
 # notify_listen SOCK OUT: plays systemd's notify socket at SOCK; the first
@@ -280,7 +286,7 @@ if ! command -v python3 >/dev/null; then
 	t_skip "python3 not installed (plays systemd's notify socket)"
 else
 	notify_listen "$T_TMP/notify.sock" "$T_TMP/notify.out"
-	NOTIFY_SOCKET="$T_TMP/notify.sock" rec --resources --duration 1s --process-filter 'sleep 301' -o "$(fresh_dir)"
+	NOTIFY_SOCKET="$T_TMP/notify.sock" rec --resources --duration 1s --process-filter "$SL" -o "$(fresh_dir)"
 	wait "$np"
 	if [ $rc -eq 0 ] && [ "$(cat "$T_TMP/notify.out")" = "READY=1" ]; then t_pass
 	else t_fail "rc $rc, notify got '$(cat "$T_TMP/notify.out")'"; fi
@@ -348,12 +354,12 @@ else
 	cmd[0]="$PMETRICS"
 	notify_listen "$T_TMP/unit.sock" "$T_TMP/unit.out"
 	env -i PATH="$PATH" "${envs[@]}" NOTIFY_SOCKET="$T_TMP/unit.sock" \
-		OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR="$out/" OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS='sleep 301' \
+		OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR="$out/" OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS="$SL" \
 		timeout 20 "${cmd[@]}" --duration 1500ms >/dev/null 2>"$T_TMP/unit.err"
 	rc=$?
 	wait "$np"
 	if [ $rc -eq 0 ] && [ "$(cat "$T_TMP/unit.out")" = "READY=1" ] &&
-		[ "$(res_rows "$out/system_resource_data" "sleep 301")" -eq 1 ]; then t_pass
+		[ "$(res_rows "$out/system_resource_data" "$SL")" -eq 1 ]; then t_pass
 	else t_fail "rc $rc, notify '$(cat "$T_TMP/unit.out")': $(head -c 300 "$T_TMP/unit.err")"; fi
 fi
 
