@@ -16,13 +16,25 @@ int jsonl_reader_init(struct jsonl_reader *r, struct analysis *a, const char *so
 	if (!r->tok)
 		return -1;
 	json_tokener_set_flags(r->tok, JSON_TOKENER_STRICT);
+#ifdef PM_HAVE_SIMDJSON
+	r->simd = jsonl_simd_new(); /* NULL (out of memory): json-c does it all */
+#endif
 	return 0;
+}
+
+void jsonl_reader_json_c_only(struct jsonl_reader *r)
+{
+#ifdef PM_HAVE_SIMDJSON
+	jsonl_simd_free(r->simd);
+#endif
+	r->simd = NULL;
 }
 
 void jsonl_reader_destroy(struct jsonl_reader *r)
 {
 	if (r->tok)
 		json_tokener_free(r->tok);
+	jsonl_reader_json_c_only(r);
 	free(r->line);
 	r->tok = NULL;
 	r->line = NULL;
@@ -167,9 +179,18 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 	if (blank(line, len))
 		return; /* upstream drops blank lines silently */
 	r->a->lines++;
+#ifdef PM_HAVE_SIMDJSON
+	if (r->simd && jsonl_simd_line(r->simd, r, line, len) == 0)
+		return;
+#endif
 	json_tokener_reset(r->tok);
 	ev = json_tokener_parse_ex(r->tok, line, (int)len);
 	end = json_tokener_get_parse_end(r->tok);
+	if (!ev && json_tokener_get_error(r->tok) == json_tokener_continue && end == len) {
+		/* A bare number ("123") only ends at a delimiter: give it one, so
+		 * it is "not a report" as simdjson says, rather than malformed. */
+		ev = json_tokener_parse_ex(r->tok, " ", 1);
+	}
 	if (!ev || json_tokener_get_error(r->tok) != json_tokener_success ||
 	    !blank(line + end, len - end)) {
 		analysis_skip(r->a, r->source, r->lineno, SKIP_MALFORMED);

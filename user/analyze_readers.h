@@ -18,10 +18,13 @@
 /* ---- JSON lines of resourceMonitorReport events ------------------------ */
 struct json_tokener;
 
+struct jsonl_simd;
+
 struct jsonl_reader {
 	struct analysis *a;
 	const char *source;
 	struct json_tokener *tok;
+	struct jsonl_simd *simd; /* NULL: json-c only */
 	char *line;            /* a line split across chunks */
 	size_t len, cap;
 	int too_long;
@@ -34,6 +37,15 @@ void jsonl_finish(struct jsonl_reader *r);
 void jsonl_reader_destroy(struct jsonl_reader *r);
 /* One line without its newline (exposed for the unit tests). */
 void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len);
+/* Drops the simdjson fast path: every line through json-c (tests, fuzzing). */
+void jsonl_reader_json_c_only(struct jsonl_reader *r);
+
+/* simdjson fast path (analyze_jsonl_simd.cpp, built when libsimdjson-dev
+ * is installed: PM_HAVE_SIMDJSON). jsonl_simd_line returns 0 when it used
+ * the line, -1 when simdjson refused it and json-c must decide. */
+struct jsonl_simd *jsonl_simd_new(void);
+void jsonl_simd_free(struct jsonl_simd *s);
+int jsonl_simd_line(struct jsonl_simd *s, struct jsonl_reader *r, const char *line, size_t len);
 
 /* ---- pmetrics' memory series (memory_series_data) ---------------------- */
 enum series_col { COL_QUERY_TIME, COL_UPTIME, COL_AVAIL, COL_COMMAND, COL_RSS, SERIES_COLS };
@@ -48,7 +60,7 @@ struct series_reader {
 	/* CSV state */
 	int state;
 	char *rec;
-	size_t rec_len;
+	size_t rec_len, rec_cap;
 	size_t field_start[SERIES_MAX_FIELDS];
 	int n_fields;
 	int bad, too_long;

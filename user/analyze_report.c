@@ -414,6 +414,16 @@ static void text_name(FILE *out, const char *s, size_t len, int width)
 		fputc(' ', out);
 }
 
+void report_format_p(double p, char *buf, size_t size)
+{
+	if (isnan(p))
+		snprintf(buf, size, "n/a"); /* no spread in uptime or memory */
+	else if (p >= 0 && p < 1e-300)
+		snprintf(buf, size, "<1e-300");
+	else
+		snprintf(buf, size, "%.2g", p);
+}
+
 static void text_key(FILE *out, const struct key_result *k, const struct report_opts *o)
 {
 	char r[64], buf[64];
@@ -422,7 +432,8 @@ static void text_key(FILE *out, const struct key_result *k, const struct report_
 	js_to_fixed(k->r, 4, r, sizeof(r));
 	fputs("  ", out);
 	text_name(out, k->name, k->name_len, 40);
-	fprintf(out, " %8llu %8s %9.2g", (unsigned long long)k->n, r, k->p);
+	report_format_p(k->p, buf, sizeof(buf));
+	fprintf(out, " %8llu %8s %9s", (unsigned long long)k->n, r, buf);
 	if (k->fit.ok && isfinite(k->fit.ci_low))
 		fprintf(out, " %+10.4f [%+.4f, %+.4f]", k->fit.slope, k->fit.ci_low, k->fit.ci_high);
 	else if (k->fit.ok)

@@ -51,6 +51,10 @@ void report_write_text(FILE *out, const struct version_result *r, size_t n,
 int report_write_svg(const char *path, const struct version_result *r, size_t n,
 		     const struct report_opts *o);
 
+/* A p-value for people: "%.2g", "n/a" for NaN, or "<1e-300" when it underflows (the
+ * tail of r = 0.99 on thousands of samples is below the smallest double). */
+void report_format_p(double p, char *buf, size_t size);
+
 /* JSON string as JSON.stringify writes it; invalid UTF-8 becomes U+FFFD
  * the way Node's decoder replaces it. */
 void json_write_string(FILE *out, const char *s, size_t len);

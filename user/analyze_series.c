@@ -29,7 +29,8 @@ int series_reader_init(struct series_reader *r, struct analysis *a, const char *
 	memset(r, 0, sizeof(*r));
 	r->a = a;
 	r->source = source;
-	r->rec = malloc(ANALYZE_RECORD_MAX);
+	r->rec_cap = 4096; /* grows to ANALYZE_RECORD_MAX for long records */
+	r->rec = malloc(r->rec_cap);
 	if (!r->rec)
 		return -1;
 	r->version = analysis_version(a, ANALYZE_CAPTURE_VERSION,
@@ -240,9 +241,15 @@ static void put_byte(struct series_reader *r, char c)
 {
 	if (r->n_fields == 0)
 		begin_field(r);
-	if (r->rec_len == ANALYZE_RECORD_MAX) {
-		r->too_long = 1;
-		return;
+	if (r->rec_len == r->rec_cap) {
+		char *p = r->rec_cap < ANALYZE_RECORD_MAX ? realloc(r->rec, r->rec_cap * 2) : NULL;
+
+		if (!p) {
+			r->too_long = 1;
+			return;
+		}
+		r->rec = p;
+		r->rec_cap *= 2;
 	}
 	if (!r->bad || r->n_fields < SERIES_MAX_FIELDS)
 		r->rec[r->rec_len++] = c;

@@ -292,6 +292,36 @@ static size_t scan_digits(const char *s, size_t i, size_t len)
 	return i;
 }
 
+/* Clinger's fast path: with at most 15 digits the digits form an integer
+ * below 2^53 and 10^k (k <= 15) is exact too, so one correctly rounded
+ * IEEE division gives exactly what strtod would, at a tenth of its cost.
+ * S is [sign] digits [. digits], already scanned. NaN: not this shape. */
+static double exact_short_decimal(const char *s, size_t len)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+					1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+	uint64_t mant = 0;
+	int digits = 0, frac = -1, negative = 0;
+	size_t i = 0;
+	double v;
+
+	if (s[0] == '+' || s[0] == '-')
+		negative = s[i++] == '-';
+	for (; i < len; i++) {
+		if (s[i] == '.') {
+			frac = 0;
+			continue;
+		}
+		if (++digits > 15)
+			return NAN;
+		mant = mant * 10 + (uint64_t)(s[i] - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	v = (double)mant / pow10[frac > 0 ? frac : 0];
+	return negative ? -v : v;
+}
+
 double js_parse_float(const char *s, size_t len)
 {
 	size_t start = skip_js_space(s, len), i = start, int_end, frac_end;
@@ -318,6 +348,11 @@ double js_parse_float(const char *s, size_t len)
 		e_end = scan_digits(s, e, len);
 		if (e_end > e)
 			i = e_end;
+	}
+	if (i == frac_end && frac_end - start <= 17) {
+		v = exact_short_decimal(s + start, frac_end - start);
+		if (!isnan(v))
+			return v;
 	}
 	copy = i - start < sizeof(small) ? small : malloc(i - start + 1);
 	if (!copy)

@@ -28,10 +28,19 @@ static void nice_axis(double lo, double hi, struct axis *ax)
 		hi = 1;
 	}
 	if (hi - lo < 1e-9 * (fabs(hi) + 1)) {
-		lo -= 1;
-		hi += 1;
+		/* one value: widen relative to it (+-1 vanishes near 1e17) */
+		double d = fmax(1, fabs(hi) * 1e-6);
+
+		lo -= d;
+		hi += d;
 	}
 	span = hi - lo;
+	if (!isfinite(span) || !(span > 0)) {
+		ax->lo = 0;
+		ax->hi = 1;
+		ax->step = 0.2;
+		return;
+	}
 	raw = span / 5;
 	mag = pow(10, floor(log10(raw)));
 	f = raw / mag;
@@ -77,22 +86,39 @@ static double py(const struct frame *f, double y)
 	return f->y0 + f->h - (y - f->ay.lo) / (f->ay.hi - f->ay.lo) * f->h;
 }
 
+/* Number of tick steps from lo to hi: counted, not found by adding
+ * step to a double, which never reaches hi when step is below the
+ * values' spacing (fuzz_series hung on uptimes near 1e17). */
+static int tick_steps(const struct axis *ax)
+{
+	double n = floor((ax->hi - ax->lo) / ax->step + 0.5);
+
+	return n >= 1 && n <= 40 ? (int)n : 0;
+}
+
 static void draw_axes(FILE *out, const struct frame *f)
 {
 	double v;
+	int i, n;
 
 	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
 		f->x0, f->y0, f->w, f->h);
-	for (v = f->ax.lo; v <= f->ax.hi + f->ax.step / 2; v += f->ax.step) {
-		double x = px(f, v);
+	for (i = 0, n = tick_steps(&f->ax); i <= n; i++) {
+		double x;
+
+		v = f->ax.lo + i * f->ax.step;
+		x = px(f, v);
 
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
 			x, f->y0, x, f->y0 + f->h);
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" class=\"tick\">%g</text>\n",
 			x, f->y0 + f->h + 15, v);
 	}
-	for (v = f->ay.lo; v <= f->ay.hi + f->ay.step / 2; v += f->ay.step) {
-		double y = py(f, v);
+	for (i = 0, n = tick_steps(&f->ay); i <= n; i++) {
+		double y;
+
+		v = f->ay.lo + i * f->ay.step;
+		y = py(f, v);
 
 		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n",
 			f->x0, y, f->x0 + f->w, y);
@@ -144,7 +170,7 @@ static void draw_panel(FILE *out, double ox, double oy, const char *version,
 	const struct key_stats *s = k->stats;
 	struct frame f = { ox + MARGIN_L, oy + MARGIN_T, PANEL_W - MARGIN_L - MARGIN_R,
 			   PANEL_H - MARGIN_T - MARGIN_B, { 0, 0, 0 }, { 0, 0, 0 } };
-	char r[64];
+	char r[64], pbuf[32];
 	double ylo = s->min_y, yhi = s->max_y;
 
 	nice_axis(s->min_x < 0 ? s->min_x : 0, s->max_x, &f.ax);
@@ -162,8 +188,10 @@ static void draw_panel(FILE *out, double ox, double oy, const char *version,
 	xml_text(out, k->name, k->name_len > 70 ? 70 : k->name_len);
 	fputs("</text>\n", out);
 	js_to_fixed(k->r, 4, r, sizeof(r));
-	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">r = %s, n = %llu, p = %.2g",
-		ox + 10, oy + 36, r, (unsigned long long)k->n, k->p);
+	report_format_p(k->p, pbuf, sizeof(pbuf));
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"sub\">r = %s, n = %llu, p %s %s",
+		ox + 10, oy + 36, r, (unsigned long long)k->n, pbuf[0] == '<' ? "&lt;" : "=",
+		pbuf[0] == '<' ? pbuf + 1 : pbuf);
 	if (k->fit.ok && isfinite(k->fit.ci_low))
 		fprintf(out, ", slope %+.3f MB/h [95%% CI %+.3f, %+.3f]", k->fit.slope,
 			k->fit.ci_low, k->fit.ci_high);

@@ -117,11 +117,13 @@ static int ident_cmp(const char *a, size_t alen, const char *b, size_t blen)
 
 static int pre_cmp(const struct semver *a, const struct semver *b)
 {
-	const char *pa = a->pre, *pb = b->pre;
-	const char *ea = a->pre + a->pre_len, *eb = b->pre + b->pre_len;
+	const char *pa = a->pre, *pb = b->pre, *ea, *eb;
 
 	if (!a->pre || !b->pre)
 		return !a->pre && !b->pre ? 0 : (a->pre ? -1 : 1);
+	/* only now: NULL + 0 is undefined behaviour (found by fuzz_jsonl) */
+	ea = a->pre + a->pre_len;
+	eb = b->pre + b->pre_len;
 	while (pa < ea && pb < eb) {
 		const char *da = memchr(pa, '.', (size_t)(ea - pa));
 		const char *db = memchr(pb, '.', (size_t)(eb - pb));

@@ -73,3 +73,28 @@ printf 'garbage\n' >"$T_TMP/g.jsonl"; : >"$T_TMP/empty.jsonl"
 "$PMETRICS" analyze "$T_TMP/g.jsonl" >/dev/null 2>"$T_TMP/eg"; rc1=$?
 "$PMETRICS" analyze "$T_TMP/empty.jsonl" >/dev/null 2>/dev/null; rc2=$?
 if [ $rc1 -eq 1 ] && [ $rc2 -eq 1 ] && grep -q "no usable samples" "$T_TMP/eg"; then t_pass; else t_fail "rc $rc1/$rc2"; fi
+
+t_begin "--format text: slope and 95% CI per key; --extended adds them to the JSON, the rest unchanged"
+"$PMETRICS" analyze --format text "$T_TMP/d.jsonl" >"$T_TMP/text" 2>/dev/null
+"$PMETRICS" analyze --extended --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl" >"$T_TMP/ext" 2>/dev/null
+grep -v -e '"pValue' -e '"slope' -e '^        [0-9-]' -e '^      \]' "$T_TMP/ext" | sed 's/^      },$/      }/' >"$T_TMP/ext_stripped"
+if grep -qE '^  robot-server-uvicorn-processes +40 +1\.0000 .*\+1\.0000 \[\+1\.0000, \+1\.0000\]' "$T_TMP/text" &&
+	grep -qE '^  odd-available-memory +40 +-1\.0000 .*-2\.0000 \[-2\.0000, -2\.0000\]' "$T_TMP/text" &&
+	grep -q '"slopeMbPerHour": -0.2,' "$T_TMP/ext" && cmp -s "$T_TMP/ext_stripped" "$T_TMP/want"
+then t_pass; else t_fail "$(head -6 "$T_TMP/text"; diff "$T_TMP/want" "$T_TMP/ext_stripped" | head -5)"; fi
+
+t_begin "-v names each skipped line as FILE:LINE"
+{ cat "$T_TMP/d.jsonl"; echo 'not json'; } >"$T_TMP/v.jsonl"
+"$PMETRICS" analyze -v "$T_TMP/v.jsonl" >/dev/null 2>"$T_TMP/ev"
+if grep -qx "pmetrics: analyze: $T_TMP/v.jsonl:41: skipped: malformed (not parseable)" "$T_TMP/ev"; then t_pass
+else t_fail "$(head -3 "$T_TMP/ev")"; fi
+
+t_begin "bad options: exit 2 with one line naming the fix"
+"$PMETRICS" analyze --min-samples 0 "$T_TMP/d.jsonl" >/dev/null 2>"$T_TMP/e1"; rc1=$?
+"$PMETRICS" analyze --aggregate 'nokey' "$T_TMP/d.jsonl" >/dev/null 2>"$T_TMP/e2"; rc2=$?
+"$PMETRICS" analyze --drop '(' "$T_TMP/d.jsonl" >/dev/null 2>"$T_TMP/e3"; rc3=$?
+"$PMETRICS" analyze >/dev/null 2>"$T_TMP/e4"; rc4=$?
+if [ "$rc1$rc2$rc3$rc4" = 2222 ] && [ "$(cat "$T_TMP"/e[1-4] | wc -l)" -eq 4 ] &&
+	grep -q 'for example --min-samples 30' "$T_TMP/e1" && grep -q 'REGEX=KEY' "$T_TMP/e2" &&
+	grep -q "bad regular expression '('" "$T_TMP/e3" && grep -q 'no input given' "$T_TMP/e4"
+then t_pass; else t_fail "rc $rc1$rc2$rc3$rc4: $(cat "$T_TMP"/e[1-4])"; fi
