@@ -206,6 +206,14 @@ series=$(awk -F, -v c="$SL" '$4 == c' "$out/memory_series_data" 2>/dev/null | wc
 if [ $rc -eq 0 ] && [ "$n" -ge 2 ] && [ "$others" -eq 0 ] && [ "$series" -eq "$n" ]; then t_pass
 else t_fail "rc $rc, $n rows, $others others, $series series rows: $(head -c 300 "$T_TMP/rec.err")"; fi
 
+# Section 3 of the issue: pmetrics analyze reads the capture's memory
+# series; its available-memory key has one sample per poll.
+t_begin memory_series_feeds_analyze
+polls=$(awk -F, '$4 == "" && $5 == ""' "$out/memory_series_data" 2>/dev/null | wc -l)
+json=$("$PMETRICS" analyze "$out" 2>&1); arc=$?
+if [ $arc -eq 0 ] && [ "$polls" -ge 2 ] && grep -q "\"sampleSize\": $polls," <<<"$json"; then t_pass
+else t_fail "rc $arc, $polls polls: $(head -c 300 <<<"$json")"; fi
+
 # The burner is still running: its counters are still, so they must
 # equal /proc's exactly, up to one tick of rounding (0.01 s).
 t_begin record_cpu_matches_proc
