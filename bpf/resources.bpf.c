@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "resources.h"
+#include "task_counters.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -72,22 +73,6 @@ static void learn_cpu_offsets(void)
 	n_cpu_offsets = cpu;
 }
 
-/* Before 6.2 ("mm: convert mm's rss stats into percpu_counter") rss_stat
- * was a struct of atomic counters; since then it is an array of
- * percpu_counter. */
-struct mm_rss_stat___old {
-	atomic_long_t count[4];
-} __attribute__((preserve_access_index));
-
-struct mm_struct___old {
-	struct mm_rss_stat___old rss_stat;
-} __attribute__((preserve_access_index));
-
-static __s64 positive(__s64 v)
-{
-	return v < 0 ? 0 : v;
-}
-
 /* The exact value, as /proc/PID/status and statm print it since 6.16
  * ("mm: fix the inaccurate memory statistics issue for users"): the
  * shared count plus every CPU's unfolded delta. (6.2 to 6.15 print the
@@ -104,7 +89,7 @@ static __s64 percpu_counter_sum_positive(struct percpu_counter *pc)
 		bpf_probe_read_kernel(&delta, sizeof(delta), counters + cpu_offsets[cpu]);
 		sum += delta;
 	}
-	return positive(sum);
+	return counter_positive(sum);
 }
 
 /* VmRSS = file + anon + shmem pages (not swap entries). */
@@ -113,9 +98,9 @@ static __s64 mm_rss_pages(struct mm_struct *mm)
 	if (bpf_core_type_exists(struct mm_rss_stat___old)) {
 		struct mm_struct___old *old = (void *)mm;
 
-		return positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
-		       positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
-		       positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
+		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
+		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
+		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
 	}
 	return percpu_counter_sum_positive(&mm->rss_stat[MM_FILEPAGES]) +
 	       percpu_counter_sum_positive(&mm->rss_stat[MM_ANONPAGES]) +

@@ -12,12 +12,18 @@
 #include <bpf/bpf_core_read.h>
 
 #include "span.h"
+#include "resources.h"
+#include "task_counters.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader before load. */
 const volatile bool follow_children = true;
 const volatile __u64 wakeup_bytes = 1 << 20;
+/* --resources with probes: each span also carries its thread's
+ * scheduling and memory counters (struct span_resource_event). Off, the
+ * verifier drops every branch on it and the span path is unchanged. */
+const volatile bool span_resources = false;
 
 /* How far the stack pointer moves between a function's first instruction
  * and the instruction after its return: x86 pops the return address,
@@ -75,12 +81,81 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* ---- per-span resource context (span_resources) ---- */
+
+struct span_snapshot_key {
+	__u32 tid;
+	__u32 depth;
+};
+
+/* The entry snapshot of each open call; 1 entry when off (loader). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct span_snapshot_key);
+	__type(value, struct resource_thread_snapshot);
+} span_snapshots SEC(".maps");
+
+/* Per traced process with calls open: the highest RSS since the first of
+ * them started (so a nested call's peak may include its outer call's
+ * earlier peak). Raised by the rss_stat tracepoint. */
+struct rss_peak {
+	__s64 peak_pages;
+	__u32 open;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct rss_peak);
+} rss_peaks SEC(".maps");
+
 static __always_inline void count(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
 		*c += n;
+}
+
+static __always_inline void rss_peak_open(__u32 tgid, __s64 rss_pages)
+{
+	struct rss_peak fresh = { .peak_pages = rss_pages, .open = 1 };
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+
+	if (!p && bpf_map_update_elem(&rss_peaks, &tgid, &fresh, BPF_NOEXIST) == 0)
+		return;
+	p = p ? p : bpf_map_lookup_elem(&rss_peaks, &tgid);
+	if (!p)
+		return;
+	__sync_fetch_and_add(&p->open, 1);
+	if (rss_pages > p->peak_pages)
+		p->peak_pages = rss_pages;
+}
+
+/* N calls of TGID closed (returned, unwound or their thread exited). */
+static __always_inline void rss_peak_close(__u32 tgid, __u32 n)
+{
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+
+	if (!p)
+		return;
+	if (p->open <= n)
+		bpf_map_delete_elem(&rss_peaks, &tgid);
+	else
+		__sync_fetch_and_add(&p->open, -n); /* clang 14 has no 32-bit atomic sub */
+}
+
+static __always_inline void resources_enter(__u32 tid, __u32 tgid, __u32 depth)
+{
+	struct span_snapshot_key key = { .tid = tid, .depth = depth };
+	struct resource_thread_snapshot snap;
+
+	task_snapshot(bpf_get_current_task_btf(), &snap);
+	bpf_map_update_elem(&span_snapshots, &key, &snap, BPF_ANY);
+	rss_peak_open(tgid, snap.rss_pages);
 }
 
 static __always_inline struct call_stack *stack_of(__u32 tid, __u32 tgid)
@@ -124,28 +199,75 @@ int BPF_KPROBE(span_enter)
 	call->entry_sp = PT_REGS_SP(ctx);
 	call->probe_id = (__u32)bpf_get_attach_cookie(ctx);
 	st->depth = depth + 1;
+	if (span_resources)
+		resources_enter(tid, tgid, depth);
 	return 0;
 }
 
-static __always_inline void emit(const struct pending_call *call, __u64 now,
-				 __u32 tgid, __u32 tid)
+static __always_inline void fill_span(struct span_event *e, const struct pending_call *call,
+				      __u64 now, __u32 tgid, __u32 tid)
 {
-	struct span_event *e = bpf_ringbuf_reserve(&spans, sizeof(*e), 0);
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (!e) {
-		count(SPAN_CNT_RINGBUF_FULL, 1);
-		return;
-	}
 	e->start_ns = call->start_ns;
 	e->duration_ns = now - call->start_ns;
 	e->probe_id = call->probe_id;
 	e->tgid = tgid;
 	e->tid = tid;
 	e->pad = 0;
+}
+
+/* No wakeup unless the ring is filling up. */
+static __always_inline __u64 submit_flags(void)
+{
 	if (bpf_ringbuf_query(&spans, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void emit(const struct pending_call *call, __u64 now,
+				 __u32 tgid, __u32 tid)
+{
+	struct span_event *e = bpf_ringbuf_reserve(&spans, sizeof(*e), 0);
+
+	if (!e) {
+		count(SPAN_CNT_RINGBUF_FULL, 1);
+		return;
+	}
+	fill_span(e, call, now, tgid, tid);
+	bpf_ringbuf_submit(e, submit_flags());
+}
+
+/* The span plus its thread's counters at entry (saved by
+ * resources_enter) and now, and the process's RSS peak in between. */
+static __always_inline void emit_with_resources(const struct pending_call *call, __u64 now,
+						__u32 tgid, __u32 tid, __u32 depth)
+{
+	struct span_snapshot_key key = { .tid = tid, .depth = depth };
+	struct resource_thread_snapshot *begin = bpf_map_lookup_elem(&span_snapshots, &key);
+	struct span_resource_event *e = bpf_ringbuf_reserve(&spans, sizeof(*e), 0);
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+
+	if (!e) {
+		count(SPAN_CNT_RINGBUF_FULL, 1);
+		rss_peak_close(tgid, 1);
+		return;
+	}
+	fill_span(&e->span, call, now, tgid, tid);
+	task_snapshot(bpf_get_current_task_btf(), &e->end);
+	e->flags = 0;
+	e->pad = 0;
+	if (begin) {
+		e->begin = *begin;
+	} else {
+		e->begin = e->end;
+		e->flags |= SPAN_RES_NO_BEGIN;
+	}
+	e->rss_peak_pages = p ? p->peak_pages : 0;
+	if (e->begin.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->begin.rss_pages;
+	if (e->end.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->end.rss_pages;
+	rss_peak_close(tgid, 1);
+	bpf_ringbuf_submit(e, submit_flags());
 }
 
 SEC("uretprobe")
@@ -173,6 +295,8 @@ int BPF_KRETPROBE(span_exit)
 			break;
 		st->depth = depth - 1;
 		count(SPAN_CNT_UNWOUND, 1);
+		if (span_resources)
+			rss_peak_close((__u32)(id >> 32), 1);
 		call = NULL;
 	}
 	if (!call || depth == 0 || call->entry_sp != sp) {
@@ -180,7 +304,10 @@ int BPF_KRETPROBE(span_exit)
 		return 0;
 	}
 	st->depth = depth - 1;
-	emit(call, now, (__u32)(id >> 32), tid);
+	if (span_resources)
+		emit_with_resources(call, now, (__u32)(id >> 32), tid, depth - 1);
+	else
+		emit(call, now, (__u32)(id >> 32), tid);
 	return 0;
 }
 
@@ -194,12 +321,36 @@ int BPF_PROG(span_task_exit, struct task_struct *task)
 
 	if (st) {
 		count(SPAN_CNT_THREAD_EXIT, st->depth);
+		if (span_resources)
+			rss_peak_close(tgid, st->depth);
 		bpf_map_delete_elem(&call_stacks, &tid);
 	}
 	/* signal->live reaches 0 when the last thread of the process
 	 * exits (decremented in do_exit before this tracepoint). */
-	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+	if (BPF_CORE_READ(task, signal, live.counter) == 0) {
 		bpf_map_delete_elem(&traced_tgids, &tgid);
+		if (span_resources)
+			bpf_map_delete_elem(&rss_peaks, &tgid);
+	}
+	return 0;
+}
+
+/* Every change of a process's RSS counters, from the process itself (a
+ * page fault, munmap): raises the peak of a process with calls open.
+ * Attached only with span_resources. Changes made from other contexts
+ * (reclaim) only lower RSS, and the peak does not care. */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(span_rss_stat, struct mm_struct *mm, int member)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+	__s64 rss;
+
+	if (!p || bpf_get_current_task_btf()->mm != mm)
+		return 0;
+	rss = mm_rss_pages_approx(mm);
+	if (rss > p->peak_pages)
+		p->peak_pages = rss;
 	return 0;
 }
 

@@ -13,6 +13,8 @@
 #include <linux/types.h>
 #endif
 
+#include "span.h"
+
 /* resource_task.flags */
 #define RESOURCE_TASK_LEADER 0x1 /* the thread group leader: group_* valid */
 #define RESOURCE_TASK_ZOMBIE 0x2 /* leader has exited (exit_state != 0) */
@@ -50,6 +52,22 @@ struct resource_thread_snapshot {
 	__u64 min_flt;
 	__u64 maj_flt;
 	__s64 rss_pages;      /* the process's RSS at the snapshot */
+};
+
+/* With --resources and probes, each completed call is sent as this
+ * record instead of a bare span_event, in the same ring: span_event comes
+ * first, so the span consumer reads its part unchanged (the CSV row is
+ * the same bytes) and the companion file gets the rest. The begin/end
+ * snapshots are of the thread that made the call, at entry and return. */
+#define SPAN_RES_NO_BEGIN 0x1 /* no entry snapshot (table full): begin = end */
+
+struct span_resource_event {
+	struct span_event span;
+	struct resource_thread_snapshot begin;
+	struct resource_thread_snapshot end;
+	__s64 rss_peak_pages; /* the process's highest RSS seen during the call */
+	__u32 flags;
+	__u32 pad;
 };
 
 #endif

@@ -18,6 +18,9 @@
 #include <linux/capability.h>
 
 #include "elf_symbols.h"
+#include "resource_notify.h"
+#include "resources.h"
+#include "span_resources.h"
 #include "pyspan.h"
 #include "pyspan_event.h"
 #include "span_stats.h"
@@ -44,6 +47,9 @@ struct session {
 	uint64_t counters[SPAN_CNT_MAX]; /* loss counters at that moment */
 	uint64_t spans_seen;
 	uint64_t spans_other; /* events with an unknown probe id */
+	struct resource_sampler *res; /* --resources */
+	struct span_resource_writer *span_res; /* --resources with probes */
+	uint64_t span_res_flushed_ns;
 };
 
 uint64_t pmetrics_start_ns;
@@ -215,6 +221,7 @@ static int load_tracer(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.btf_path = o->btf_path,
 		.empty_probes = o->bench_floor,
+		.resources = o->resources,
 	};
 	int ret = span_tracer_load(&s->spans, &topts);
 
@@ -273,6 +280,20 @@ static int attach_probes(struct session *s)
 
 /* ---- rows ------------------------------------------------------------ */
 
+/* The companion row of a span that carries its resource context: the
+ * same state name and start time as its row in the span file. */
+static void span_resources_row(struct session *s, const struct span_resource_event *e)
+{
+	int err;
+
+	if (!s->span_res)
+		return;
+	err = span_resource_writer_add(s->span_res, s->opts->probes[e->span.probe_id].state,
+				       wall_clock_from_mono(&s->clock, e->span.start_ns), e);
+	if (err && !s->write_error)
+		s->write_error = -err;
+}
+
 static int on_span(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -294,6 +315,8 @@ static int on_span(void *ctx, void *data, size_t size)
 		s->write_error = -csv_file_append(s->csv, &row);
 	else
 		csv_file_append(s->csv, &row); /* counted as dropped */
+	if (size >= sizeof(struct span_resource_event))
+		span_resources_row(s, data);
 	return 0;
 }
 
@@ -348,6 +371,106 @@ static bool target_done(struct session *s)
 	return target_reap(&s->target);
 }
 
+/* ---- resource sampling (issue 4) -------------------------------------- */
+
+/* Opens the sampler (BPF iterator + its CSV files) for --resources: the
+ * whole system, or the target and its children. */
+static int resources_start(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct resource_opts ro;
+	char err[512];
+
+	if (!o->resources)
+		return 0;
+	if (resource_opts_for_record(&ro, o->resource_filters, o->n_resource_filters,
+				     o->resource_interval_s, err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	ro.storage_dir = o->output_dir;
+	ro.root_pid = s->target.pid;
+	ro.follow_children = o->follow_children;
+	ro.layout = o->layout;
+	ro.verbose = o->verbose;
+	if (resource_sampler_open(&s->res, &ro))
+		return -1;
+	if (o->n_probes && span_resource_writer_open(&s->span_res, o->output_dir, o->layout,
+						     err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	verbose(o, "resource sampler attached: %s, every %.3g s",
+		ro.root_pid > 0 ? "the target and its children" : "the whole system", ro.interval_s);
+	return 0;
+}
+
+/* Polls when a poll is due. Returns -1 when sampling cannot go on (out of
+ * memory, rows not written). */
+static int resources_tick(struct session *s)
+{
+	uint64_t now = monotonic_ns();
+
+	if (s->span_res && now - s->span_res_flushed_ns >= FLUSH_INTERVAL_NS) {
+		int err = span_resource_writer_flush(s->span_res);
+
+		if (err && !s->write_error)
+			s->write_error = -err;
+		s->span_res_flushed_ns = now;
+	}
+	if (!s->res || now < resource_sampler_next_due_ns(s->res))
+		return 0;
+	if (resource_sampler_poll(s->res))
+		return -1;
+	return resource_sampler_stats(s->res)->write_errors ? -1 : 0;
+}
+
+/* Once everything is attached and a launched command runs its own
+ * program: the first poll, then READY=1 for systemd. */
+static void resources_begin(struct session *s)
+{
+	if (!s->opts->resources)
+		return;
+	resources_tick(s);
+	sd_notify_ready();
+}
+
+/* Summary and close; returns 1 when rows were lost, else 0. */
+static int resources_finish(struct session *s)
+{
+	int ret = 0;
+
+	if (s->span_res) {
+		ret = span_resource_writer_flush(s->span_res) ? 1 : 0;
+		fprintf(stderr, "resources: %llu span context rows\n",
+			(unsigned long long)span_resource_writer_rows(s->span_res));
+		if (span_resource_writer_close(s->span_res) || ret) {
+			fail("writing the span resource rows in %s failed", s->opts->output_dir);
+			ret = 1;
+		}
+		s->span_res = NULL;
+	}
+	if (!s->res)
+		return ret;
+	resource_sampler_summary(s->res, stderr);
+	if (resource_sampler_stats(s->res)->write_errors) {
+		fail("writing the resource rows in %s failed: free space and start again",
+		     s->opts->output_dir);
+		ret = 1;
+	}
+	resource_sampler_close(s->res);
+	s->res = NULL;
+	return ret;
+}
+
+static void resources_discard(struct session *s)
+{
+	span_resource_writer_discard(s->span_res);
+	s->span_res = NULL;
+	resource_sampler_discard(s->res);
+	s->res = NULL;
+}
+
 static const char *capture_loop(struct session *s)
 {
 	uint64_t start = monotonic_ns(), last_flush = start;
@@ -371,6 +494,8 @@ static const char *capture_loop(struct session *s)
 			return "duration reached";
 		if (target_done(s))
 			return "target exited";
+		if (resources_tick(s))
+			return "resource sampling failed";
 	}
 }
 
@@ -478,7 +603,7 @@ static int setup(struct session *s)
 		return -1;
 	}
 	wall_clock_sync(&s->clock);
-	if (open_csv(s))
+	if (open_csv(s) || resources_start(s))
 		return -1;
 	verbose(o, "probes live %.1f ms after start",
 		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
@@ -508,6 +633,89 @@ static void stop_launched_command(struct session *s)
 		usleep(20000);
 }
 
+/* ---- --resources without probes: no span tracer at all --------------- */
+
+static bool has_target(const struct session *s)
+{
+	return s->opts->pid || s->opts->command;
+}
+
+static int setup_resources_only(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	char err[1024];
+
+	if (check_privileges() || check_btf(o) || make_output_dir(s, o->output_dir) ||
+	    (has_target(s) && start_target(s)) || resources_start(s))
+		return -1;
+	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
+		fail("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sleeps until the next poll, the end of the capture or the target's
+ * exit, whichever comes first: one wake-up per interval. The stop signals
+ * are blocked outside this wait (UNBLOCKED is the mask inside it), so one
+ * arriving just before it still cuts it short. */
+static void wait_for_next_poll(struct session *s, uint64_t end, const sigset_t *unblocked)
+{
+	uint64_t now = monotonic_ns(), until = resource_sampler_next_due_ns(s->res);
+	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
+	struct timespec ts = { 0, 0 };
+
+	if (end && end < until)
+		until = end;
+	if (until > now) {
+		ts.tv_sec = (time_t)((until - now) / 1000000000ull);
+		ts.tv_nsec = (long)((until - now) % 1000000000ull);
+	}
+	ppoll(&pfd, pfd.fd >= 0 ? 1 : 0, &ts, unblocked);
+}
+
+static const char *resources_only_loop(struct session *s)
+{
+	uint64_t end = s->opts->duration_ns ? monotonic_ns() + s->opts->duration_ns : 0;
+	sigset_t stops, unblocked;
+
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &unblocked);
+	for (;;) {
+		if (resources_tick(s))
+			return "resource sampling failed";
+		if (stop_signal)
+			return stop_signal == SIGINT ? "interrupted" : "terminated";
+		if (end && monotonic_ns() >= end)
+			return "duration reached";
+		if (has_target(s) && target_done(s))
+			return "target exited";
+		wait_for_next_poll(s, end, &unblocked);
+	}
+}
+
+static int run_resources_only(struct session *s)
+{
+	uint64_t started;
+	const char *why;
+
+	if (setup_resources_only(s)) {
+		resources_discard(s);
+		remove_created_dirs(s);
+		return 1;
+	}
+	started = monotonic_ns();
+	resources_begin(s);
+	why = resources_only_loop(s);
+	stop_launched_command(s);
+	fprintf(stderr, "pmetrics: %s after %.2fs\n", why,
+		(double)(monotonic_ns() - started) / 1e9);
+	return resources_finish(s);
+}
+
 int record_run(const struct record_opts *opts)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -523,13 +731,19 @@ int record_run(const struct record_opts *opts)
 	s->target.pidfd = s->target.release_fd = s->target.exec_error_fd = -1;
 	libbpf_set_print(opts->verbose ? libbpf_log : NULL);
 	install_signal_handlers();
+	if (opts->n_probes == 0) {
+		ret = run_resources_only(s);
+		goto out;
+	}
 	if (setup(s)) {
 		ret = 1;
 		csv_file_discard(s->csv);
 		s->csv = NULL;
+		resources_discard(s);
 		remove_created_dirs(s);
 		goto out;
 	}
+	resources_begin(s);
 	started = monotonic_ns();
 	why = capture_loop(s);
 	drain(s);
@@ -545,6 +759,8 @@ int record_run(const struct record_opts *opts)
 	if (s->write_error)
 		report_write_error(s);
 	ret = s->write_error ? 1 : 0;
+	if (resources_finish(s))
+		ret = 1;
 	csv_file_close(s->csv);
 out:
 	teardown(s);

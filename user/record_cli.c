@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Command line of `pmetrics record`. */
 #include "record.h"
+#include "resources.h"
 #include "python_probe.h"
 
 #include <ctype.h>
@@ -15,13 +16,14 @@ void record_usage(FILE *out)
 	fprintf(out,
 "Usage: pmetrics record [OPTIONS] --pid PID\n"
 "       pmetrics record [OPTIONS] -- COMMAND [ARGS...]\n"
+"       pmetrics record --resources [OPTIONS] [--pid PID | -- COMMAND...]\n"
 "\n"
 "Times function calls of a running process (or a command it starts) from\n"
 "the kernel, with uprobes, and appends one CSV row per completed call:\n"
 "state name, wall-clock start (ns since the epoch), duration (ns). The\n"
 "traced program needs no change and no restart.\n"
 "\n"
-"Target (one is required):\n"
+"Target (one is required, except with --resources alone):\n"
 "  -p, --pid PID            attach to a running process: all its threads,\n"
 "                           also threads and child processes created later\n"
 "  -- COMMAND [ARGS...]     start COMMAND with the probes already in place\n"
@@ -56,6 +58,31 @@ void record_usage(FILE *out)
 "                           calls cost nothing, plain functions are not timed\n"
 "  py: probes trace the target process only, not its children.\n"
 "\n"
+"Resources (system_resource_data, as the psutil tracker service wrote it):\n"
+"      --resources          also sample per-process CPU time and memory from\n"
+"                           BPF: one row per matching process per interval,\n"
+"                           the first at once. Without a target or probes it\n"
+"                           watches the whole system; with --pid or a COMMAND,\n"
+"                           the target and its children (all of them, or\n"
+"                           those matching --process-filter). Also writes\n"
+"                           memory_series_data (uptime, MemAvailable, RSS).\n"
+"                           With probes, every span also gets a row in\n"
+"                           robot_context_resources: its thread's on-CPU,\n"
+"                           run-queue and blocked time, context switches,\n"
+"                           migrations, page faults, RSS at start/end/peak\n"
+"      --interval SECONDS   time between polls, >= 1 (10, 2.5, 10s);\n"
+"                           default 10 or $OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL\n"
+"      --process-filter GLOB  keep processes whose command line matches GLOB\n"
+"                           (fnmatch: * also matches /); repeatable; replaces\n"
+"                           $OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS\n"
+"                           (default '/opt/opentrons*,python3*')\n"
+"                           The tracker's other variables are read too:\n"
+"                           ..._STORAGE_DIR (used when -o is not given; must\n"
+"                           be absolute, so must -o be with --resources) and\n"
+"                           ..._LOGGING_LEVEL. Flags override the environment.\n"
+"                           Under systemd (Type=notify) READY=1 is sent once\n"
+"                           everything is attached.\n"
+"\n"
 "Session:\n"
 "  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h); default:\n"
 "                           until Ctrl-C, SIGTERM or the target exits. A\n"
@@ -72,6 +99,15 @@ void record_usage(FILE *out)
 "Files (appended to, never truncated; header file rewritten):\n"
 "  DIR/robot_context_data          ANALYZING_PROTOCOL,1718739269730290312,14028043893\n"
 "  DIR/robot_context_data_headers  state_name,function_start_time,duration\n"
+"  DIR/system_resource_data        query_time,command,running_since,\n"
+"                                  user_cpu_time,system_cpu_time,memory_percent\n"
+"  DIR/memory_series_data          query_time,system_uptime_hrs,\n"
+"                                  system_avail_mem_mb,command,mem_rss_mb\n"
+"  DIR/robot_context_resources     state_name,function_start_time,duration,\n"
+"                                  oncpu_ns,runq_wait_ns,blocked_ns,\n"
+"                                  voluntary_switches,involuntary_switches,\n"
+"                                  migrations,minor_faults,major_faults,\n"
+"                                  rss_start_kb,rss_end_kb,rss_peak_kb\n"
 "\n"
 "Examples:\n"
 "  pmetrics record --pid 4242 \\\n"
@@ -80,6 +116,10 @@ void record_usage(FILE *out)
 "      --duration 60s -o /data/performance_metrics_data\n"
 "  pmetrics record --probe ANALYZING_PROTOCOL=:analyze -- ./server --port 31950\n"
 "  pmetrics record --pid $(pidof -s python3) --preset robot-server --duration 10m\n"
+"  pmetrics record --resources --interval 10s \\\n"
+"      --process-filter '/opt/opentrons*' --process-filter 'python3*'\n"
+"  pmetrics record --resources --interval 1 --pid 4242 --duration 5m\n"
+"  pmetrics record --resources --probe ANALYZING_PROTOCOL=:analyze -- ./server\n"
 "\n"
 "On exit a summary goes to stderr: per state the count and min/mean/max\n"
 "duration, spans lost, and calls still open that gave no row. Needs root\n"
@@ -180,9 +220,60 @@ static const struct option long_opts[] = {
 	{ "python-hook", required_argument, NULL, OPT_PYTHON_HOOK },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "resources", no_argument, NULL, OPT_RESOURCES },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "process-filter", required_argument, NULL, OPT_FILTER },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* bench only */
 	{ NULL, 0, NULL, 0 },
 };
+
+/* --resources, --interval, --process-filter (issue 4). */
+static int parse_resource_option(struct record_opts *o, int c, const char *arg)
+{
+	struct resource_opts scratch = { 0 };
+	char err[512];
+
+	if (c == OPT_RESOURCES) {
+		o->resources = true;
+		return 0;
+	}
+	if (c == OPT_INTERVAL) {
+		if (resource_opts_set_interval(&scratch, arg, err, sizeof(err)))
+			return usage_error("%s", err);
+		o->resource_interval_s = scratch.interval_s;
+		return 0;
+	}
+	if (resource_opts_add_filter(&scratch, arg, err, sizeof(err)))
+		return usage_error("%s", err);
+	if (o->n_resource_filters == (int)(sizeof(o->resource_filters) / sizeof(o->resource_filters[0])))
+		return usage_error("too many --process-filter globs: %s", arg);
+	o->resource_filters[o->n_resource_filters++] = arg;
+	return 0;
+}
+
+/* With --resources the tracker's environment is checked now, with the
+ * flags over it, so a bad value is a usage error before anything starts;
+ * its storage dir serves when -o is not given. */
+static int check_resource_options(struct record_opts *o)
+{
+	struct resource_opts ro;
+	char err[512];
+
+	if (!o->resources) {
+		if (o->n_resource_filters || o->resource_interval_s > 0)
+			return usage_error("--interval and --process-filter need --resources%s", "");
+		return 0;
+	}
+	if (resource_opts_for_record(&ro, o->resource_filters, o->n_resource_filters,
+				     o->resource_interval_s, err, sizeof(err)))
+		return usage_error("%s", err);
+	if (!o->output_dir && getenv("OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR"))
+		o->output_dir = ro.storage_dir;
+	if (o->output_dir && o->output_dir[0] != '/')
+		return usage_error("--output-dir must be an absolute path with --resources, "
+				   "as the tracker's storage dir, not '%s'", o->output_dir);
+	return 0;
+}
 
 static int parse_one(struct record_opts *o, int c, const char *arg)
 {
@@ -232,6 +323,10 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
+	case OPT_RESOURCES:
+	case OPT_INTERVAL:
+	case OPT_FILTER:
+		return parse_resource_option(o, c, arg);
 	default:
 		return usage_error("%s", "unknown option");
 	}
@@ -242,7 +337,6 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	int c, ret;
 
 	memset(o, 0, sizeof(*o));
-	o->output_dir = DEFAULT_OUTPUT_DIR;
 	o->follow_children = true;
 	o->ringbuf_bytes = (uint64_t)DEFAULT_RINGBUF_MB << 20;
 	optind = 1;
@@ -254,7 +348,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		}
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
-			if (c == ':' || (optopt && strchr("pPdo", optopt)))
+			if (c == ':' || optopt >= OPT_NO_CHILDREN || (optopt && strchr("pPdo", optopt)))
 				return usage_error("option %s needs a value", bad);
 			return usage_error("unknown option %s", bad);
 		}
@@ -266,11 +360,14 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		o->command = &argv[optind];
 	if (o->pid && o->command)
 		return usage_error("give either --pid or a command after --, not both%s", "");
-	if (!o->pid && !o->command && !o->resources)
+	if (!o->pid && !o->command && (!o->resources || o->n_probes))
 		return usage_error("no target: give --pid PID or -- COMMAND [ARGS...]%s", "");
 	if (o->n_probes == 0 && !o->resources)
 		return usage_error("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server%s", "");
 	if (o->python_hook == PYTHON_HOOK_DEFAULT)
 		o->python_hook = o->preset_robot_server ? PYTHON_HOOK_COROUTINES : PYTHON_HOOK_CALLS;
-	return 0;
+	ret = check_resource_options(o);
+	if (!o->output_dir)
+		o->output_dir = DEFAULT_OUTPUT_DIR;
+	return ret;
 }

@@ -204,3 +204,17 @@ int resource_opts_set_interval(struct resource_opts *opts, const char *text,
 {
 	return parse_interval("--interval", text, true, opts, err, errlen);
 }
+
+int resource_opts_for_record(struct resource_opts *opts, const char *const *filters,
+			     int n_filters, double interval_s, char *err, size_t errlen)
+{
+	if (resource_opts_from_env(opts, err, errlen) != 0)
+		return -1;
+	opts->enabled = true;
+	for (int i = 0; i < n_filters; i++)
+		if (resource_opts_add_filter(opts, filters[i], err, errlen) != 0)
+			return -1;
+	if (interval_s > 0)
+		opts->interval_s = interval_s;
+	return 0;
+}

@@ -463,6 +463,8 @@ int resource_sampler_poll(struct resource_sampler *s)
 	uint64_t query_ns, boot_ns;
 	int err;
 
+	if (s->stats.polls == 0) /* the schedule starts at the first poll */
+		s->next_due_ns = now;
 	s->next_due_ns += s->interval_ns;
 	if (s->next_due_ns <= now) /* late (suspend, slow disk): skip ahead */
 		s->next_due_ns = now + s->interval_ns;
@@ -486,7 +488,10 @@ int resource_sampler_poll(struct resource_sampler *s)
 	if (!err)
 		err = csv_file_flush(s->series);
 	s->stats.threads_last = s->n_tasks;
-	s->stats.poll_cpu_ns += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+	cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+	s->stats.poll_cpu_ns += cpu_before;
+	if (s->stats.polls == 1)
+		s->stats.first_poll_cpu_ns = cpu_before;
 	if (err && err != -ENOMEM)
 		s->stats.write_errors++;
 	return err == -ENOMEM ? err : 0;
@@ -597,11 +602,15 @@ void resource_sampler_summary(const struct resource_sampler *s, FILE *out)
 
 	if (!s->opts.enabled)
 		return;
+	/* The first poll reads every process's command line; the others
+	 * only those of new processes, so they are shown apart. */
 	fprintf(out, "resources: %" PRIu64 " polls, %" PRIu64 " rows, %" PRIu64
-		" processes seen, %.3f ms CPU per poll (%zu threads last pass)\n",
+		" processes seen, %.3f ms CPU per poll after the first (first %.3f ms,"
+		" %zu threads last pass)\n",
 		st->polls, st->rows, st->processes_seen,
-		st->polls ? (double)st->poll_cpu_ns / (double)st->polls / 1e6 : 0.0,
-		(size_t)st->threads_last);
+		st->polls > 1 ? (double)(st->poll_cpu_ns - st->first_poll_cpu_ns) /
+					(double)(st->polls - 1) / 1e6 : 0.0,
+		(double)st->first_poll_cpu_ns / 1e6, (size_t)st->threads_last);
 	if (st->unreadable || st->pid_reused || st->zombies || st->rows_too_long ||
 	    st->write_errors || st->failed_polls)
 		fprintf(out, "resources: skipped %" PRIu64 " unreadable, %" PRIu64
@@ -629,4 +638,14 @@ void resource_sampler_close(struct resource_sampler *s)
 		}
 	free(s->tasks);
 	free(s);
+}
+
+void resource_sampler_discard(struct resource_sampler *s)
+{
+	if (!s)
+		return;
+	csv_file_discard(s->data);
+	csv_file_discard(s->series);
+	s->data = s->series = NULL;
+	resource_sampler_close(s);
 }

@@ -49,6 +49,13 @@ int resource_opts_add_filter(struct resource_opts *opts, const char *glob,
  * ("10", "2.5", "10s"). Returns 0, or -1 with a one-line reason in err. */
 int resource_opts_set_interval(struct resource_opts *opts, const char *text,
 			       char *err, size_t errlen);
+/* The options of `pmetrics record --resources`: the environment's, then
+ * the flags over them (FILTERS replace the environment's filters when
+ * N_FILTERS > 0, INTERVAL_S > 0 replaces the interval); enabled whatever
+ * OT_SYSTEM_RESOURCE_TRACKER_ENABLED says, since the flag asked for it.
+ * Returns 0, or -1 with a one-line reason in err. */
+int resource_opts_for_record(struct resource_opts *opts, const char *const *filters,
+			     int n_filters, double interval_s, char *err, size_t errlen);
 /* Whether COMMAND matches one of the filters (Python fnmatch semantics). */
 bool resource_command_matches(const struct resource_opts *opts, const char *command);
 
@@ -77,6 +84,7 @@ struct resource_stats {
 	uint64_t write_errors;
 	uint64_t failed_polls;    /* iterator read failed: poll lost */
 	uint64_t poll_cpu_ns;     /* sampler thread CPU time over all polls */
+	uint64_t first_poll_cpu_ns; /* of it, the first poll (reads every command line) */
 	uint64_t threads_last;    /* threads in the last pass */
 };
 const struct resource_stats *resource_sampler_stats(const struct resource_sampler *s);
@@ -85,5 +93,7 @@ const struct resource_stats *resource_sampler_stats(const struct resource_sample
  * RFC-4180 style when it holds ',', '"', CR or LF. */
 void resource_csv_command(struct csv_row *row, const char *command);
 void resource_sampler_close(struct resource_sampler *s);
+/* Closes S after a failed start: the CSV files it created are removed. */
+void resource_sampler_discard(struct resource_sampler *s);
 
 #endif

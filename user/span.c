@@ -17,9 +17,27 @@
 struct span_tracer {
 	struct span_bpf *skel;
 	bool empty_probes;
+	bool resources;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
 };
+
+/* The per-span resource context: its tables shrink to one entry and its
+ * tracepoint is not loaded when off. */
+static int set_resources(struct span_tracer *t, bool on)
+{
+	int err = 0;
+
+	t->resources = on;
+	t->skel->rodata->span_resources = on;
+	bpf_program__set_autoload(t->skel->progs.span_rss_stat, on);
+	if (!on) {
+		err = bpf_map__set_max_entries(t->skel->maps.span_snapshots, 1);
+		if (!err)
+			err = bpf_map__set_max_entries(t->skel->maps.rss_peaks, 1);
+	}
+	return err;
+}
 
 int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *opts)
 {
@@ -38,6 +56,9 @@ int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *op
 	bpf_program__set_autoload(t->skel->progs.span_enter_empty, opts->empty_probes);
 	bpf_program__set_autoload(t->skel->progs.span_exit_empty, opts->empty_probes);
 	t->skel->rodata->follow_children = opts->follow_children;
+	err = set_resources(t, opts->resources);
+	if (err)
+		goto fail;
 	/* wake the consumer only once half the ring is used */
 	t->skel->rodata->wakeup_bytes = opts->ringbuf_bytes / 2;
 	err = bpf_map__set_max_entries(t->skel->maps.spans, (__u32)opts->ringbuf_bytes);
@@ -82,6 +103,8 @@ int span_tracer_attach_tracking(struct span_tracer *t)
 
 	if (!err)
 		err = keep_link(t, bpf_program__attach(t->skel->progs.span_task_fork));
+	if (!err && t->resources)
+		err = keep_link(t, bpf_program__attach(t->skel->progs.span_rss_stat));
 	return err;
 }
 

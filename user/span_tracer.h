@@ -15,6 +15,8 @@ struct span_tracer_opts {
 	uint64_t ringbuf_bytes; /* power of two */
 	const char *btf_path;   /* NULL: the running kernel's */
 	bool empty_probes;      /* benchmark floor: probes that do nothing */
+	bool resources;         /* spans carry their resource context
+				 * (struct span_resource_event) */
 };
 
 /* open + set read-only data + load. Returns 0 or -errno. */

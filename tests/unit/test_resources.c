@@ -20,6 +20,7 @@
 #include "../../user/resources.h"
 #include "../../user/resource_notify.h"
 #include "../../user/resource_procfs.h"
+#include "../../user/span_resources.h"
 
 #define ENV "OT_SYSTEM_RESOURCE_TRACKER_"
 
@@ -314,6 +315,67 @@ static void notify_sends_ready_to_the_socket(void **state)
 	unsetenv("NOTIFY_SOCKET");
 }
 
+/* The record flags build on the environment: --resources enables
+ * whatever ENABLED says, flag globs replace the env's, a flag interval
+ * replaces the env's; a bad env value still fails. */
+static void record_options_are_env_then_flags(void **state)
+{
+	const char *flags[] = { "python3 -m robot_server*" };
+	struct resource_opts o;
+	char err[256];
+
+	(void)state;
+	setenv("OT_SYSTEM_RESOURCE_TRACKER_ENABLED", "false", 1);
+	setenv("OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS", "a*,b*", 1);
+	setenv("OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL", "30", 1);
+	assert_int_equal(resource_opts_for_record(&o, flags, 1, 0, err, sizeof(err)), 0);
+	assert_true(o.enabled);
+	assert_int_equal(o.n_filters, 1);
+	assert_string_equal(o.filters[0], "python3 -m robot_server*");
+	assert_true(o.interval_s == 30.0);
+	assert_int_equal(resource_opts_for_record(&o, NULL, 0, 2.5, err, sizeof(err)), 0);
+	assert_int_equal(o.n_filters, 2);
+	assert_string_equal(o.filters[1], "b*");
+	assert_true(o.interval_s == 2.5);
+	setenv("OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL", "0.5", 1);
+	assert_int_equal(resource_opts_for_record(&o, flags, 1, 2.0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "at least 1.0"));
+}
+
+/* A span's columns from its two snapshots: differences, blocked as the
+ * rest of the duration (0 when the counters overshoot it), pages in kB,
+ * and a counter that went backwards gives 0, not a huge number. */
+static void span_context_columns_from_snapshots(void **state)
+{
+	struct span_resource_event e = {
+		.span = { .start_ns = 1000, .duration_ns = 300000000 },
+		.begin = { .oncpu_ns = 5000000, .runq_wait_ns = 1000000, .nvcsw = 10, .nivcsw = 3,
+			   .migrations = 1, .min_flt = 100, .maj_flt = 2, .rss_pages = 256 },
+		.end = { .oncpu_ns = 105000000, .runq_wait_ns = 51000000, .nvcsw = 12, .nivcsw = 2,
+			 .migrations = 4, .min_flt = 16484, .maj_flt = 2, .rss_pages = 16640 },
+		.rss_peak_pages = 20000,
+	};
+	struct span_resource_row r;
+
+	(void)state;
+	span_resource_row_from(&e, 4096, &r);
+	assert_int_equal(r.oncpu_ns, 100000000);
+	assert_int_equal(r.runq_wait_ns, 50000000);
+	assert_int_equal(r.blocked_ns, 150000000);
+	assert_int_equal(r.nvcsw, 2);
+	assert_int_equal(r.nivcsw, 0); /* went backwards: 0 */
+	assert_int_equal(r.migrations, 3);
+	assert_int_equal(r.min_flt, 16384);
+	assert_int_equal(r.maj_flt, 0);
+	assert_int_equal(r.rss_start_kb, 1024);
+	assert_int_equal(r.rss_end_kb, 66560);
+	assert_int_equal(r.rss_peak_kb, 80000);
+	e.span.duration_ns = 140000000; /* oncpu + runq = 150 ms > 140 ms */
+	span_resource_row_from(&e, 16384, &r);
+	assert_int_equal(r.blocked_ns, 0);
+	assert_int_equal(r.rss_start_kb, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +392,8 @@ int main(void)
 		cmocka_unit_test(times_are_cut_to_clock_ticks),
 		cmocka_unit_test(command_field_is_quoted_only_when_needed),
 		cmocka_unit_test(notify_sends_ready_to_the_socket),
+		cmocka_unit_test_setup(record_options_are_env_then_flags, setup),
+		cmocka_unit_test(span_context_columns_from_snapshots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Cost of resource sampling, as ratios measured in this run (no timing is
+# asserted; the machine is shared and noisy):
+# 1. per poll: `pmetrics record --resources` (BPF task iterator) against
+#    bench/psutil_tracker.py (the psutil tracker as seed 002 describes it),
+#    side by side on the same process set with the same filter and a 1 s
+#    interval: CPU time inside the polls after the first (the first one
+#    reads every process's command line, both trackers), whole-process CPU per
+#    poll after the first poll (steady state: the loop's wake-ups and
+#    the kernel's side included), resident memory then, and peak RSS
+#    (pmetrics' peak is libbpf parsing the kernel BTF at load);
+# 2. the slowdown of a context-switch-heavy (res_pingpong) and a
+#    page-fault-heavy (res_faults) target while pmetrics samples;
+# 3. the per-span resource context: cost per traced call, and a
+#    page-fault-heavy target inside an open span (rss_stat path).
+set -u
+build=$1
+py=/usr/bin/python3
+polls=${BENCH_RES_POLLS:-10}
+rounds=${BENCH_ROUNDS:-3}
+out=$(mktemp -d /tmp/pmetrics-bench-res.XXXXXX)
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$out"' EXIT
+bash .ci/install-deps python3-psutil >/dev/null 2>&1 || true
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "n/a" }'; }
+# cpu_s PID: on-CPU seconds of all of PID's threads so far (schedstat:
+# the scheduler's ns, not 10 ms ticks).
+cpu_s() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { print s / 1e9 }'; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+wait_rows() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
+
+# The process set: 60 sleepers with distinct command lines; 11 of them
+# match 'sleep 86400.1*' (.1 and .10-.19), like the robot's few matching
+# processes among many.
+for i in $(seq 1 60); do sleep "86400.$i" & pids+=($!); done
+
+# side_by_side NAME GLOB: both trackers at once, POLLS polls.
+side_by_side() {
+	local name=$1 glob=$2 pm py_pid pm_cpu py_cpu pm_hwm py_hwm pm_poll py_poll
+	mkdir -p "$out/$name/pm" "$out/$name/py"
+	./pmetrics record --resources --interval 1 --process-filter "$glob" -o "$out/$name/pm" \
+		2>"$out/$name/pm.err" & pm=$!
+	"$py" bench/psutil_tracker.py "$out/$name/py" 1 "$glob" 2>"$out/$name/py.err" & py_pid=$!
+	wait_rows "$out/$name/pm/system_resource_data"; wait_rows "$out/$name/py/system_resource_data"
+	sleep 0.5 # both in the middle of their first interval
+	local pm_cpu0 py_cpu0 pm_rss py_rss
+	pm_cpu0=$(cpu_s $pm); py_cpu0=$(cpu_s $py_pid)
+	sleep $((polls - 1))
+	pm_cpu=$(cpu_s $pm); py_cpu=$(cpu_s $py_pid); pm_hwm=$(hwm_kb $pm); py_hwm=$(hwm_kb $py_pid)
+	pm_rss=$(rss_kb $pm); py_rss=$(rss_kb $py_pid)
+	kill -TERM $pm $py_pid; wait $pm $py_pid
+	pm_poll=$(sed -n 's/.* \([0-9.]*\) ms CPU per poll after the first.*/\1/p' "$out/$name/pm.err")
+	py_poll=$(sed -n 's/.* \([0-9.]*\) ms CPU per poll after the first.*/\1/p' "$out/$name/py.err")
+	local pm_polls py_polls pm_rows py_rows
+	pm_polls=$(sed -n 's/^resources: \([0-9]*\) polls.*/\1/p' "$out/$name/pm.err")
+	py_polls=$(sed -n 's/^psutil: \([0-9]*\) polls.*/\1/p' "$out/$name/py.err")
+	pm_rows=$(wc -l <"$out/$name/pm/system_resource_data"); py_rows=$(wc -l <"$out/$name/py/system_resource_data")
+	echo "filter '$glob': pmetrics $pm_polls polls / $pm_rows rows, psutil $py_polls polls / $py_rows rows"
+	printf '  CPU per poll, inside polls 2..N      pmetrics %7.2f ms   psutil %7.2f ms   psutil/pmetrics %sx\n' \
+		"$pm_poll" "$py_poll" "$(ratio "$py_poll" "$pm_poll")"
+	local pm_whole py_whole
+	pm_whole=$(awk -v a="$pm_cpu0" -v c="$pm_cpu" -v n="$polls" 'BEGIN { print (c - a) / (n - 1) * 1e3 }')
+	py_whole=$(awk -v a="$py_cpu0" -v c="$py_cpu" -v n="$polls" 'BEGIN { print (c - a) / (n - 1) * 1e3 }')
+	printf '  CPU per poll, steady, whole process  pmetrics %7.2f ms   psutil %7.2f ms   psutil/pmetrics %sx\n' \
+		"$pm_whole" "$py_whole" "$(ratio "$py_whole" "$pm_whole")"
+	printf '  resident memory, steady              pmetrics %7d KiB  psutil %7d KiB  psutil/pmetrics %sx\n' \
+		"$pm_rss" "$py_rss" "$(ratio "$py_rss" "$pm_rss")"
+	printf '  peak RSS                             pmetrics %7d KiB  psutil %7d KiB  psutil/pmetrics %sx\n' \
+		"$pm_hwm" "$py_hwm" "$(ratio "$py_hwm" "$pm_hwm")"
+}
+
+echo "resource sampling vs the psutil tracker ($polls polls, 1 s interval, side by side,"
+echo "$(ls /proc | grep -c '^[0-9]') processes on the machine):"
+if ! "$py" -c 'import psutil' 2>/dev/null; then
+	echo "  skipped: python3-psutil is not installable here"
+else
+	side_by_side few 'sleep 86400.1*'
+	side_by_side all '*'
+fi
+
+# slowdown WORKLOAD ARGS...: median over ROUNDS of (time with pmetrics
+# sampling every process each second) / (time without), interleaved.
+slowdown() {
+	local base on pm r ratios=""
+	"$@" >/dev/null # warm-up: page cache, CPU frequency
+	for r in $(seq 1 "$rounds"); do
+		base=$("$@")
+		./pmetrics record --resources --interval 1 --process-filter '*' -o "$out/slow" 2>/dev/null & pm=$!
+		wait_rows "$out/slow/system_resource_data"
+		on=$("$@")
+		kill -TERM $pm; wait $pm; rm -rf "$out/slow"
+		ratios+="$(awk -v a="$on" -v b="$base" 'BEGIN { print a / b }') "
+	done
+	echo $ratios | tr ' ' '\n' | median
+}
+echo
+echo "target slowdown with pmetrics --resources polling every process each second"
+echo "(wall time with / without, median of $rounds interleaved rounds):"
+printf '  context switches (res_pingpong, 100000 pipe round trips)  %.3fx\n' \
+	"$(slowdown "$build/progs/res_pingpong" 100000)"
+printf '  page faults (res_faults, 5 x 64 MiB touched)              %.3fx\n' \
+	"$(slowdown "$build/progs/res_faults" 5 64)"
+
+# ---- the per-span resource context (--resources with probes) ----------------------------
+sp="$build/progs/spanprog"
+calls=${BENCH_CALLS:-100000}
+# per_call ARGS...: ns per traced pm_empty() call, median over ROUNDS.
+per_call() {
+	local r v=""
+	for r in $(seq 1 "$rounds"); do
+		v+="$(./pmetrics record -o "$out/pc" "$@" --probe E=:pm_empty -- "$sp" timed "$calls" 2>/dev/null | tail -n 1) "
+		rm -rf "$out/pc"
+	done
+	echo $v | tr ' ' '\n' | median
+}
+plain=$(per_call)
+with_ctx=$(per_call --resources --interval 10 --process-filter 'none')
+echo
+echo "per-span resource context ($calls calls of an empty function, median of $rounds):"
+printf '  span only %.0f ns/call, span + context %.0f ns/call: %.3fx\n' "$plain" "$with_ctx" \
+	"$(awk -v a="$with_ctx" -v b="$plain" 'BEGIN { print a / b }')"
+# faults_in_span: res_faults with one span (main) open the whole time, so
+# the rss_stat program takes its peak-raising path on every fault.
+faults_in_span() {
+	./pmetrics record -o "$out/fs" --resources --interval 10 --process-filter 'none' \
+		--probe M=:main -- "$build/progs/res_faults" 5 64 2>/dev/null | tail -n 1
+	rm -rf "$out/fs"
+}
+ratios=""
+for r in $(seq 1 "$rounds"); do
+	base=$("$build/progs/res_faults" 5 64); on=$(faults_in_span)
+	ratios+="$(awk -v a="$on" -v b="$base" 'BEGIN { print a / b }') "
+done
+printf '  page faults inside an open span (res_faults 5 x 64 MiB, rss_stat on every fault)  %.3fx\n' \
+	"$(echo $ratios | tr ' ' '\n' | median)"
+# The same target untraced while another process is traced with the span
+# context: what rss_stat's early exit costs every other process.
+ratios=""
+for r in $(seq 1 "$rounds"); do
+	base=$("$build/progs/res_faults" 5 64)
+	./pmetrics record -o "$out/fo" --resources --interval 10 --process-filter 'none' \
+		--probe S=:pm_sleep_ms -- "$sp" loop 100 >/dev/null 2>&1 & pm=$!
+	wait_rows "$out/fo/system_resource_data_headers"; sleep 0.5
+	on=$("$build/progs/res_faults" 5 64)
+	kill -TERM $pm; wait $pm; rm -rf "$out/fo"
+	ratios+="$(awk -v a="$on" -v b="$base" 'BEGIN { print a / b }') "
+done
+printf '  page faults of another process meanwhile (rss_stat early exit)                   %.3fx\n' \
+	"$(echo $ratios | tr ' ' '\n' | median)"

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* CO-RE shims for reading a task's own scheduling and memory counters,
+ * shared by the resource sampler (bpf/resources.bpf.c) and the per-span
+ * resource context (bpf/span.bpf.c). Include after vmlinux.h and
+ * include/resources.h. */
+#ifndef PMETRICS_TASK_COUNTERS_BPF_H
+#define PMETRICS_TASK_COUNTERS_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/* Before 6.2 ("mm: convert mm's rss stats into percpu_counter") rss_stat
+ * was a struct of atomic counters; since then it is an array of
+ * percpu_counter. */
+struct mm_rss_stat___old {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+
+struct mm_struct___old {
+	struct mm_rss_stat___old rss_stat;
+} __attribute__((preserve_access_index));
+
+/* Without CONFIG_SCHED_INFO there is no run-queue accounting. */
+struct task_struct___sched_info {
+	struct sched_info sched_info;
+} __attribute__((preserve_access_index));
+
+static __always_inline __s64 counter_positive(__s64 v)
+{
+	return v < 0 ? 0 : v;
+}
+
+/* The process's RSS in pages (file + anon + shmem), from the counters'
+ * shared part: what the rss_stat tracepoint reports and /proc printed
+ * from 6.2 to 6.15 (within 32 pages per CPU of the exact sum; exact
+ * before 6.2). Cheap enough for a probe that runs on every call. */
+static __always_inline __s64 mm_rss_pages_approx(struct mm_struct *mm)
+{
+	if (!mm)
+		return 0;
+	if (bpf_core_type_exists(struct mm_rss_stat___old)) {
+		struct mm_struct___old *old = (void *)mm;
+
+		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
+		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
+		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
+	}
+	return counter_positive(BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count)) +
+	       counter_positive(BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count)) +
+	       counter_positive(BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count));
+}
+
+/* TASK's own counters now (TASK is normally bpf_get_current_task_btf()).
+ * on-CPU time is the scheduler's sum_exec_runtime, brought up to date at
+ * the last tick or switch: it lags the truth by at most one tick. */
+static __always_inline void task_snapshot(struct task_struct *task,
+					  struct resource_thread_snapshot *out)
+{
+	struct task_struct___sched_info *si = (void *)task;
+
+	out->oncpu_ns = BPF_CORE_READ(task, se.sum_exec_runtime);
+	out->runq_wait_ns = 0;
+	if (bpf_core_field_exists(si->sched_info))
+		out->runq_wait_ns = BPF_CORE_READ(si, sched_info.run_delay);
+	out->nvcsw = BPF_CORE_READ(task, nvcsw);
+	out->nivcsw = BPF_CORE_READ(task, nivcsw);
+	out->migrations = BPF_CORE_READ(task, se.nr_migrations);
+	out->min_flt = BPF_CORE_READ(task, min_flt);
+	out->maj_flt = BPF_CORE_READ(task, maj_flt);
+	out->rss_pages = mm_rss_pages_approx(BPF_CORE_READ(task, mm));
+}
+
+#endif
