@@ -12,6 +12,9 @@
 #include <bpf/bpf_core_read.h>
 #include "span.h"
 #include "pyspan_event.h"
+#include "resources.h"
+#include "task_counters.bpf.h"
+#include "rss_peak.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -19,6 +22,9 @@ const volatile __u32 targ_tgid = 0;
 const volatile __u32 n_probes = 0;
 const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
+/* --resources: each span also carries its thread's counters (struct
+ * span_resource_event, as native spans do). */
+const volatile bool with_resources = false;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
 /* After `ret`, x86 has popped the return address the entry saw on top
@@ -87,6 +93,22 @@ struct {
 	__type(key, __u64);
 	__type(value, struct open_coro);
 } open_coros SEC(".maps");
+
+/* with_resources: the counters of the thread a timed call started on,
+ * keyed by its frame (live until the call ends). LRU: a call whose end
+ * is never seen must not keep its slot. */
+struct span_start {
+	struct resource_thread_snapshot snap;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PYSPAN_MAX_OPEN_CORO);
+	__type(key, __u64);
+	__type(value, struct span_start);
+} span_starts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -288,12 +310,55 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 	return value;
 }
 
-static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, bool sync)
+/* with_resources: a timed call begins on this thread. */
+static __always_inline void resources_begin(__u64 frame, __u32 tid)
 {
-	struct span_event *e;
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	struct span_start start = { .tid = tid };
 
-	e = bpf_ringbuf_reserve(&py_events, sizeof(*e), 0);
+	if (!with_resources)
+		return;
+	task_snapshot(bpf_get_current_task_btf(), &start.snap);
+	bpf_map_update_elem(&span_starts, &frame, &start, BPF_ANY);
+	rss_peak_open(bpf_get_current_pid_tgid() >> 32, start.snap.rss_pages);
+}
+
+/* The thread's counters now and at the start (when the call ends on the
+ * thread it began on: a coroutine resumed elsewhere has no begin), and
+ * the process's RSS peak in between. */
+static __always_inline void resources_end(struct span_resource_event *e, __u64 frame, __u32 tid)
+{
+	struct span_start *start = bpf_map_lookup_elem(&span_starts, &frame);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+
+	task_snapshot(bpf_get_current_task_btf(), &e->end);
+	e->flags = 0;
+	e->pad = 0;
+	if (start && start->tid == tid) {
+		e->begin = start->snap;
+	} else {
+		e->begin = e->end;
+		e->flags |= SPAN_RES_NO_BEGIN;
+	}
+	e->rss_peak_pages = p ? p->peak_pages : 0;
+	if (e->begin.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->begin.rss_pages;
+	if (e->end.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->end.rss_pages;
+	if (start) {
+		bpf_map_delete_elem(&span_starts, &frame);
+		rss_peak_close(tgid, 1);
+	}
+}
+
+static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, bool sync,
+				 __u64 frame)
+{
+	__u32 size = with_resources ? sizeof(struct span_resource_event) : sizeof(struct span_event);
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	struct span_event *e;
+
+	e = bpf_ringbuf_reserve(&py_events, size, 0);
 	if (!e) {
 		count(SPAN_CNT_RINGBUF_FULL);
 		return;
@@ -304,6 +369,8 @@ static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 
 	e->tgid = bpf_get_current_pid_tgid() >> 32;
 	e->tid = tid;
 	e->pad = 0;
+	if (with_resources)
+		resources_end((struct span_resource_event *)e, frame, (__u32)bpf_get_current_pid_tgid());
 	/* The consumer polls; wake it only before the ring could fill. */
 	if (bpf_ringbuf_query(&py_events, BPF_RB_AVAIL_DATA) > PYSPAN_RINGBUF_BYTES / 2)
 		flags = BPF_RB_FORCE_WAKEUP;
@@ -396,6 +463,7 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 			return false;
 		}
 		count_probe(idx, PYSPAN_PC_ENTRIES);
+		resources_begin(frame, tid);
 		return true;
 	}
 	open = bpf_map_lookup_elem(&open_coros, &frame);
@@ -476,6 +544,7 @@ int py_entry(struct pt_regs *ctx)
 			return 0;
 	} else {
 		count_probe(idx, PYSPAN_PC_ENTRIES);
+		resources_begin(frame, tid);
 	}
 	push_pending(ctx, tid, frame, 0, now, idx, is_gen);
 	return 0;
@@ -487,7 +556,7 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 	__u64 frame = c->frame;
 
 	if (!c->is_gen) {
-		emit(c->start_ns, now, c->idx, tid, true);
+		emit(c->start_ns, now, c->idx, tid, true, frame);
 		return;
 	}
 	/* The step function releases a finished generator's frame. */
@@ -499,7 +568,7 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 		return;
 	}
 	if (open->start_ns)
-		emit(open->start_ns, now, open->idx, open->tid, false);
+		emit(open->start_ns, now, open->idx, open->tid, false, frame);
 	bpf_map_delete_elem(&open_coros, &frame);
 }
 
@@ -581,6 +650,13 @@ SEC("uretprobe")
 int py_gen_return(struct pt_regs *ctx)
 {
 	return pop_pending(ctx);
+}
+
+/* Attached only with_resources (see bpf/rss_peak.bpf.h). */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(py_rss_stat, struct mm_struct *mm, int member)
+{
+	return rss_peak_on_change(mm);
 }
 
 /* 3.8-3.10: the def statement passes code and qualname together. */

@@ -14,6 +14,7 @@
 #include "span.h"
 #include "resources.h"
 #include "task_counters.bpf.h"
+#include "rss_peak.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -96,56 +97,12 @@ struct {
 	__type(value, struct resource_thread_snapshot);
 } span_snapshots SEC(".maps");
 
-/* Per traced process with calls open: the highest RSS since the first of
- * them started (so a nested call's peak may include its outer call's
- * earlier peak). Raised by the rss_stat tracepoint. */
-struct rss_peak {
-	__s64 peak_pages;
-	__u32 open;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32); /* tgid */
-	__type(value, struct rss_peak);
-} rss_peaks SEC(".maps");
-
 static __always_inline void count(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 
 	if (c)
 		*c += n;
-}
-
-static __always_inline void rss_peak_open(__u32 tgid, __s64 rss_pages)
-{
-	struct rss_peak fresh = { .peak_pages = rss_pages, .open = 1 };
-	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
-
-	if (!p && bpf_map_update_elem(&rss_peaks, &tgid, &fresh, BPF_NOEXIST) == 0)
-		return;
-	p = p ? p : bpf_map_lookup_elem(&rss_peaks, &tgid);
-	if (!p)
-		return;
-	__sync_fetch_and_add(&p->open, 1);
-	if (rss_pages > p->peak_pages)
-		p->peak_pages = rss_pages;
-}
-
-/* N calls of TGID closed (returned, unwound or their thread exited). */
-static __always_inline void rss_peak_close(__u32 tgid, __u32 n)
-{
-	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
-
-	if (!p)
-		return;
-	if (p->open <= n)
-		bpf_map_delete_elem(&rss_peaks, &tgid);
-	else
-		__sync_fetch_and_add(&p->open, -n); /* clang 14 has no 32-bit atomic sub */
 }
 
 static __always_inline void resources_enter(__u32 tid, __u32 tgid, __u32 depth)
@@ -335,23 +292,11 @@ int BPF_PROG(span_task_exit, struct task_struct *task)
 	return 0;
 }
 
-/* Every change of a process's RSS counters, from the process itself (a
- * page fault, munmap): raises the peak of a process with calls open.
- * Attached only with span_resources. Changes made from other contexts
- * (reclaim) only lower RSS, and the peak does not care. */
+/* Attached only with span_resources (see bpf/rss_peak.bpf.h). */
 SEC("tp_btf/rss_stat")
 int BPF_PROG(span_rss_stat, struct mm_struct *mm, int member)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
-	__s64 rss;
-
-	if (!p || bpf_get_current_task_btf()->mm != mm)
-		return 0;
-	rss = mm_rss_pages_approx(mm);
-	if (rss > p->peak_pages)
-		p->peak_pages = rss;
-	return 0;
+	return rss_peak_on_change(mm);
 }
 
 SEC("tp_btf/sched_process_fork")

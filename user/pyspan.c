@@ -26,7 +26,7 @@ _Static_assert((int)PYSPAN_CNT_CORO_TABLE_FULL == (int)SPAN_CNT_MAX,
 
 struct pyspan {
 	struct pyspan_bpf *skel;
-	struct bpf_link *links[2 * GEN_STEP_MAX + 2];
+	struct bpf_link *links[2 * GEN_STEP_MAX + 3];
 	int n_links;
 	struct python_interp interp;
 	bool gen_hook;          /* coroutine hook on the generator step function */
@@ -335,11 +335,27 @@ static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
 	return rc;
 }
 
+static int attach_tracepoint(struct pyspan *p, struct bpf_program *prog)
+{
+	struct bpf_link *link;
+	int rc;
+
+	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0])))
+		return -E2BIG;
+	link = bpf_program__attach(prog);
+	if (!link) {
+		rc = -errno;
+		fprintf(stderr, "pmetrics: cannot attach %s: %s\n", bpf_program__name(prog), strerror(-rc));
+		return rc;
+	}
+	p->links[p->n_links++] = link;
+	return 0;
+}
+
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 			   const struct pyspan_layout *layout)
 {
 	struct pyspan_bpf *skel;
-	struct bpf_link *link;
 	int rc;
 
 	skel = pyspan_bpf__open();
@@ -361,6 +377,8 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	 * per def, lambda or closure either. */
 	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
 	bpf_program__set_autoload(skel->progs.py_make_function, p->def_hook);
+	skel->rodata->with_resources = t->resources;
+	bpf_program__set_autoload(skel->progs.py_rss_stat, t->resources);
 	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
@@ -376,14 +394,9 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	if (p->def_hook &&
 	    (rc = attach(p, skel->progs.py_make_function, false, t->pid, "PyFunction_NewWithQualName")))
 		return rc;
-	link = bpf_program__attach(skel->progs.py_thread_exit);
-	if (!link) {
-		rc = -errno;
-		fprintf(stderr, "pmetrics: cannot attach the thread-exit tracepoint: %s\n", strerror(-rc));
+	if (t->resources && (rc = attach_tracepoint(p, skel->progs.py_rss_stat)))
 		return rc;
-	}
-	p->links[p->n_links++] = link;
-	return 0;
+	return attach_tracepoint(p, skel->progs.py_thread_exit);
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,

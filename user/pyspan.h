@@ -26,6 +26,9 @@ struct pyspan_target {
 	 * version allows (3.8-3.10): plain calls then cost nothing, and
 	 * only coroutines and generators are timed. */
 	bool coroutine_hook;
+	/* Each span also carries its thread's scheduling and memory counters
+	 * (struct span_resource_event, include/resources.h). */
+	bool resources;
 };
 
 struct pyspan;

@@ -250,6 +250,7 @@ static int attach_python_probes(struct session *s)
 		.follow_children = o->follow_children,
 		.verbose = o->verbose,
 		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
+		.resources = o->resources,
 	};
 	int n = 0;
 

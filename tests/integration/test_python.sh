@@ -285,6 +285,35 @@ if [ -n "$py" ]; then
 	fi
 fi
 
+# ---- resource context of Python spans (--resources) ------------------------
+# One companion row per span row, same state and start. Tolerances: a
+# 200 ms spin is on CPU or waiting for one for >= 180 ms and blocked
+# < 20 ms; a 50 ms sleep is blocked >= 45 ms and on CPU < 10 ms (on-CPU
+# time lags by up to a tick at each end).
+for minor in 10 11; do
+	py=$(interpreter "3.$minor")
+	[ -n "$py" ] || continue
+	out=$(fresh_dir)
+	t_begin "py3$minor.resources_run"
+	if "$PMETRICS" record --resources -o "$out" --python-hook calls --probe SPIN=py:pmtest.work:spin \
+		--probe CRUNCH=py:pmtest.work:crunch --preset robot-server \
+		-- "$py" "$SCENARIO" spin robot >/dev/null 2>"$out.err"; then t_pass
+	else t_fail "pmetrics failed: $(tail -n 2 "$out.err")"; continue; fi
+	res="$out/robot_context_resources"
+	expect_ok "py3$minor.resources_rows" "context rows do not match span rows one to one" \
+		cmp -s <(cut -d, -f1,2 "$out/robot_context_data" | sort) <(cut -d, -f1,2 "$res" | sort)
+	if [ "$minor" -le 10 ]; then # 3.11 inlines these plain calls: no span, no row
+		expect_ok "py3$minor.resources_spin" "spin row: $(grep ^SPIN "$res")" \
+			awk -F, '$1 == "SPIN" { n++; if ($4 + $5 < 180e6 || $6 > 20e6) bad = 1 } END { exit !(n == 1 && !bad) }' "$res"
+		expect_ok "py3$minor.resources_sleep" "crunch row: $(grep ^CRUNCH "$res")" \
+			awk -F, '$1 == "CRUNCH" { n++; if ($6 < 45e6 || $4 > 10e6) bad = 1 } END { exit !(n == 1 && !bad) }' "$res"
+	fi
+	# a coroutine: its event-loop thread's time, mostly blocked in the loop's poll
+	expect_ok "py3$minor.resources_coroutine" "analyze rows: $(grep ^ANALYZING "$res" | tr '\n' ' ')" \
+		awk -F, '$1 == "ANALYZING_PROTOCOL" { n++; if (($4 + $5 + $6 != $3 && $6 != 0) || $6 < $3 / 2) bad = 1 }
+			END { exit !(n == 4 && !bad) }' "$res"
+done
+
 # ---- bad input -------------------------------------------------------------
 # expect_error NAME CODE TEXT ARGS...: pmetrics record ARGS exits CODE with
 # one stderr line holding TEXT, and leaves no output directory behind.

@@ -1,7 +1,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, gens, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
+  (robot, sync, threads, spin, gens, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -84,6 +84,12 @@ def gens():
         except asyncio.CancelledError:
             pass
     asyncio.run(cancel())
+
+
+def spin():
+    """SPIN: 1 row of 200 ms on CPU; CRUNCH: 1 row of 50 ms asleep."""
+    work.spin(0.2)
+    work.crunch(0.05)
 
 
 def at_exit():
@@ -195,6 +201,8 @@ def main(argv):
             sync()
         elif name == "threads":
             threads()
+        elif name == "spin":
+            spin()
         elif name == "gens":
             gens()
         elif name == "long":

@@ -30,3 +30,10 @@ async def stepped(seconds):
     time.sleep(seconds)
     await _Yield()
     time.sleep(seconds)
+
+
+def spin(seconds):
+    """Burns CPU for about SECONDS without a Python call inside."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
