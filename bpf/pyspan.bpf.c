@@ -329,22 +329,8 @@ static __always_inline void resources_end(struct span_resource_event *e, __u64 f
 {
 	struct span_start *start = bpf_map_lookup_elem(&span_starts, &frame);
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
 
-	task_snapshot(bpf_get_current_task_btf(), &e->end);
-	e->flags = 0;
-	e->pad = 0;
-	if (start && start->tid == tid) {
-		e->begin = start->snap;
-	} else {
-		e->begin = e->end;
-		e->flags |= SPAN_RES_NO_BEGIN;
-	}
-	e->rss_peak_pages = p ? p->peak_pages : 0;
-	if (e->begin.rss_pages > e->rss_peak_pages)
-		e->rss_peak_pages = e->begin.rss_pages;
-	if (e->end.rss_pages > e->rss_peak_pages)
-		e->rss_peak_pages = e->end.rss_pages;
+	span_context_finish(e, start && start->tid == tid ? &start->snap : NULL, tgid);
 	if (start) {
 		bpf_map_delete_elem(&span_starts, &frame);
 		rss_peak_close(tgid, 1);

@@ -3,7 +3,7 @@
  * the per-span resource context of both span tracers (bpf/span.bpf.c and
  * bpf/pyspan.bpf.c; each object gets its own map). Each includer defines
  * a tp_btf/rss_stat program that calls rss_peak_on_change(). Include
- * after vmlinux.h, bpf_helpers.h and task_counters.bpf.h. */
+ * after vmlinux.h, bpf_helpers.h, resources.h and task_counters.bpf.h. */
 #ifndef PMETRICS_RSS_PEAK_BPF_H
 #define PMETRICS_RSS_PEAK_BPF_H
 
@@ -67,6 +67,32 @@ static __always_inline int rss_peak_on_change(struct mm_struct *mm)
 	if (rss > p->peak_pages)
 		p->peak_pages = rss;
 	return 0;
+}
+
+/* Completes the resource part of E: the calling thread's counters now,
+ * BEGIN (its counters at entry, or NULL when unknown: then begin = end
+ * and the row says so), and the process's RSS peak in between. The
+ * caller closes its call (rss_peak_close) if it opened one. */
+static __always_inline void span_context_finish(struct span_resource_event *e,
+						const struct resource_thread_snapshot *begin,
+						__u32 tgid)
+{
+	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
+
+	task_snapshot(bpf_get_current_task_btf(), &e->end);
+	e->flags = 0;
+	e->pad = 0;
+	if (begin) {
+		e->begin = *begin;
+	} else {
+		e->begin = e->end;
+		e->flags |= SPAN_RES_NO_BEGIN;
+	}
+	e->rss_peak_pages = p ? p->peak_pages : 0;
+	if (e->begin.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->begin.rss_pages;
+	if (e->end.rss_pages > e->rss_peak_pages)
+		e->rss_peak_pages = e->end.rss_pages;
 }
 
 #endif

@@ -201,7 +201,6 @@ static __always_inline void emit_with_resources(const struct pending_call *call,
 	struct span_snapshot_key key = { .tid = tid, .depth = depth };
 	struct resource_thread_snapshot *begin = bpf_map_lookup_elem(&span_snapshots, &key);
 	struct span_resource_event *e = bpf_ringbuf_reserve(&spans, sizeof(*e), 0);
-	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
 
 	if (!e) {
 		count(SPAN_CNT_RINGBUF_FULL, 1);
@@ -209,20 +208,7 @@ static __always_inline void emit_with_resources(const struct pending_call *call,
 		return;
 	}
 	fill_span(&e->span, call, now, tgid, tid);
-	task_snapshot(bpf_get_current_task_btf(), &e->end);
-	e->flags = 0;
-	e->pad = 0;
-	if (begin) {
-		e->begin = *begin;
-	} else {
-		e->begin = e->end;
-		e->flags |= SPAN_RES_NO_BEGIN;
-	}
-	e->rss_peak_pages = p ? p->peak_pages : 0;
-	if (e->begin.rss_pages > e->rss_peak_pages)
-		e->rss_peak_pages = e->begin.rss_pages;
-	if (e->end.rss_pages > e->rss_peak_pages)
-		e->rss_peak_pages = e->end.rss_pages;
+	span_context_finish(e, begin, tgid);
 	rss_peak_close(tgid, 1);
 	bpf_ringbuf_submit(e, submit_flags());
 }
