@@ -79,3 +79,14 @@ else
 	echo "  loader figures skipped: /usr/bin/time (Debian time) not installable"
 fi
 echo "  binary size: $(stat -c %s pmetrics) bytes ($(ldd pmetrics | grep -cE 'libbpf|libelf|libz|json') of libbpf/libelf/zlib/json-c linked dynamically)"
+
+# Attach latency with --pid: from pmetrics' start to probes live (-v), 5 runs.
+attach_ms=()
+for _ in 1 2 3 4 5; do
+	rm -f "$out/go"
+	"$sp" -w "$out/go" calls 1 >/dev/null & t=$!
+	./pmetrics record -v -o "$out" --pid $t --probe S=:pm_empty --duration 200ms 2>"$out/err" >/dev/null
+	attach_ms+=("$(sed -n 's/.*probes live \([0-9.]*\) ms.*/\1/p' "$out/err")")
+	touch "$out/go"; wait $t
+done
+echo "attach (--pid): probes live $(printf '%s\n' "${attach_ms[@]}" | median) ms after pmetrics starts (median of 5; goal < 300 ms)"
