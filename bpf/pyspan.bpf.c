@@ -25,6 +25,8 @@ const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
 /* --resources: each span also carries its thread's counters (struct
  * span_resource_event, as native spans do). */
 const volatile bool with_resources = false;
+/* The ring's size (--ringbuf-size), for the wake-up threshold. */
+const volatile __u64 ringbuf_bytes = PYSPAN_RINGBUF_BYTES;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
 /* After `ret`, x86 has popped the return address the entry saw on top
@@ -358,7 +360,7 @@ static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 
 	if (with_resources)
 		resources_end((struct span_resource_event *)e, frame, (__u32)bpf_get_current_pid_tgid());
 	/* The consumer polls; wake it only before the ring could fill. */
-	if (bpf_ringbuf_query(&py_events, BPF_RB_AVAIL_DATA) > PYSPAN_RINGBUF_BYTES / 2)
+	if (bpf_ringbuf_query(&py_events, BPF_RB_AVAIL_DATA) > ringbuf_bytes / 2)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 	count_probe(idx, PYSPAN_PC_SPANS);

@@ -26,6 +26,7 @@
 #define PYSPAN_MAX_OPEN_CORO 8192
 /* Threads with a pending matched call. */
 #define PYSPAN_MAX_THREADS 4096
+/* Ring size when the loader names none (record passes --ringbuf-size). */
 #define PYSPAN_RINGBUF_BYTES (256 * 1024)
 
 /* Value of the code cache: probe index in the low bits, flags above. */

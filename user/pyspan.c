@@ -378,6 +378,10 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
 	bpf_program__set_autoload(skel->progs.py_make_function, p->def_hook);
 	skel->rodata->with_resources = t->resources;
+	if (t->ringbuf_bytes) {
+		skel->rodata->ringbuf_bytes = t->ringbuf_bytes;
+		bpf_map__set_max_entries(skel->maps.py_events, (__u32)t->ringbuf_bytes);
+	}
 	bpf_program__set_autoload(skel->progs.py_rss_stat, t->resources);
 	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);

@@ -29,6 +29,8 @@ struct pyspan_target {
 	/* Each span also carries its thread's scheduling and memory counters
 	 * (struct span_resource_event, include/resources.h). */
 	bool resources;
+	/* Size of the span ring buffer (a power of 2); 0: 256 KiB. */
+	unsigned long long ringbuf_bytes;
 };
 
 struct pyspan;

@@ -251,6 +251,7 @@ static int attach_python_probes(struct session *s)
 		.verbose = o->verbose,
 		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
 		.resources = o->resources,
+		.ringbuf_bytes = o->ringbuf_bytes,
 	};
 	int n = 0;
 
