@@ -199,36 +199,48 @@ static int find_interp(const struct pyspan_target *t, struct python_interp *out)
 	return ret;
 }
 
-static int attach(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
-		  pid_t pid, const char *sym)
+/* Keeps LINK for pyspan_close(); WHAT names it in the error. */
+static int keep_link(struct pyspan *p, struct bpf_link *link, const char *what)
 {
-	char suggest[256] = "", err[512] = "";
-	struct bpf_link *link;
-	uint64_t off;
 	int rc;
 
-	rc = elf_symbol_offset(p->interp.path, sym, &off, suggest, sizeof(suggest), err, sizeof(err));
-	if (rc == -ENOENT) {
-		fprintf(stderr, "pmetrics: %s has no symbol %s: not a CPython interpreter, or a "
-			"stripped one; use a CPython with its symbols (e.g. a pyenv build)\n",
-			p->interp.path, sym);
-		return rc;
-	}
-	if (rc) {
-		fprintf(stderr, "pmetrics: %s\n", err);
-		return rc;
-	}
-	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0])))
-		return -E2BIG;
-	link = bpf_program__attach_uprobe(prog, ret_probe, pid, p->interp.path, (size_t)off);
 	if (!link) {
 		rc = -errno;
-		fprintf(stderr, "pmetrics: cannot attach a uprobe to %s in %s: %s\n", sym,
-			p->interp.path, strerror(-rc));
+		fprintf(stderr, "pmetrics: cannot attach %s: %s\n", what, strerror(-rc));
 		return rc;
+	}
+	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0]))) {
+		bpf_link__destroy(link);
+		return -E2BIG;
 	}
 	p->links[p->n_links++] = link;
 	return 0;
+}
+
+/* The file offset of SYM in the interpreter. -ENOENT is reported only
+ * when REQUIRED (an optional hook point may not exist in this build). */
+static int symbol_offset(const struct pyspan *p, const char *sym, bool required, uint64_t *off)
+{
+	char suggest[8] = "", err[512] = "";
+	int rc = elf_symbol_offset(p->interp.path, sym, off, suggest, sizeof(suggest), err, sizeof(err));
+
+	if (rc == -ENOENT && required)
+		fprintf(stderr, "pmetrics: %s has no symbol %s: not a CPython interpreter, or a "
+			"stripped one; use a CPython with its symbols (e.g. a pyenv build)\n",
+			p->interp.path, sym);
+	else if (rc && rc != -ENOENT)
+		fprintf(stderr, "pmetrics: %s\n", err);
+	return rc;
+}
+
+static int attach_uprobe(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
+			 pid_t pid, const char *sym, uint64_t off)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "a %s to %s", ret_probe ? "uretprobe" : "uprobe", sym);
+	return keep_link(p, bpf_program__attach_uprobe(prog, ret_probe, pid, p->interp.path,
+						       (size_t)off), what);
 }
 
 /* The functions that run a generator or coroutine step on 3.8-3.10, each
@@ -255,26 +267,25 @@ static int gen_step_symbols(const struct python_interp *interp, const char *syms
 	return n;
 }
 
-static bool has_symbol(const char *path, const char *name)
+static bool has_symbol(const struct pyspan *p, const char *name)
 {
-	char suggest[8], err[256];
 	uint64_t off;
 
-	return elf_symbol_offset(path, name, &off, suggest, sizeof(suggest), err, sizeof(err)) == 0;
+	return symbol_offset(p, name, false, &off) == 0;
 }
 
 /* A copy of the step function that the compiler specialised (.isra,
  * .constprop, .part) may take other arguments or hide steps we would not
  * see: then only the eval loop hook is exact. (.cold is only the cold
  * half of the same function: harmless.) */
-static bool has_specialised_copy(const char *path, const char *sym)
+static bool has_specialised_copy(const struct pyspan *p, const char *sym)
 {
 	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0" };
 	char name[128];
 
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		snprintf(name, sizeof(name), "%s%s", sym, suffixes[i]);
-		if (has_symbol(path, name))
+		if (has_symbol(p, name))
 			return true;
 	}
 	return false;
@@ -297,7 +308,7 @@ static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 				p->interp.major, p->interp.minor);
 		return false;
 	}
-	if (!has_symbol(p->interp.path, syms[0]) || has_specialised_copy(p->interp.path, syms[0])) {
+	if (!has_symbol(p, syms[0]) || has_specialised_copy(p, syms[0])) {
 		fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
 			"specialised build): hooking every Python call instead of coroutine steps, "
 			"which costs a trap per call\n", p->interp.path, syms[0]);
@@ -306,13 +317,20 @@ static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 	return true;
 }
 
-static int attach_pair(struct pyspan *p, const struct pyspan_target *t,
-		       struct bpf_program *entry, struct bpf_program *ret, const char *sym)
+/* Entry and return probes at SYM, looked up once. An optional SYM that
+ * this build does not have is skipped. */
+static int attach_pair(struct pyspan *p, const struct pyspan_target *t, struct bpf_program *entry,
+		       struct bpf_program *ret, const char *sym, bool required)
 {
-	int rc = attach(p, entry, false, t->pid, sym);
+	uint64_t off;
+	int rc = symbol_offset(p, sym, required, &off);
 
+	if (rc == -ENOENT && !required)
+		return 0;
 	if (rc == 0)
-		rc = attach(p, ret, true, t->pid, sym);
+		rc = attach_uprobe(p, entry, false, t->pid, sym, off);
+	if (rc == 0)
+		rc = attach_uprobe(p, ret, true, t->pid, sym, off);
 	if (rc == 0 && t->verbose)
 		fprintf(stderr, "pmetrics: Python calls seen at %s (%s)\n", sym,
 			p->gen_hook ? "coroutine and generator steps only" : "every call into the eval loop");
@@ -327,29 +345,21 @@ static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
 
 	if (!p->gen_hook)
 		return attach_pair(p, t, skel->progs.py_entry, skel->progs.py_return,
-				   "_PyEval_EvalFrameDefault");
+				   "_PyEval_EvalFrameDefault", true);
 	n = gen_step_symbols(&p->interp, syms);
 	for (int i = 0; i < n && rc == 0; i++)
-		if (i == 0 || has_symbol(p->interp.path, syms[i]))
-			rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i]);
+		rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i], i == 0);
 	return rc;
 }
 
-static int attach_tracepoint(struct pyspan *p, struct bpf_program *prog)
+/* 3.8-3.10 plain functions learn their qualname at the def statement. */
+static int attach_def_hook(struct pyspan *p, const struct pyspan_target *t)
 {
-	struct bpf_link *link;
-	int rc;
+	const char *sym = "PyFunction_NewWithQualName";
+	uint64_t off;
+	int rc = symbol_offset(p, sym, true, &off);
 
-	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0])))
-		return -E2BIG;
-	link = bpf_program__attach(prog);
-	if (!link) {
-		rc = -errno;
-		fprintf(stderr, "pmetrics: cannot attach %s: %s\n", bpf_program__name(prog), strerror(-rc));
-		return rc;
-	}
-	p->links[p->n_links++] = link;
-	return 0;
+	return rc ? rc : attach_uprobe(p, p->skel->progs.py_make_function, false, t->pid, sym, off);
 }
 
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
@@ -370,7 +380,6 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	memcpy((void *)&skel->rodata->layout, layout, sizeof(*layout));
 	for (int i = 0; i < p->n_probes; i++)
 		pyspan_probe_cfg_fill(&p->probes[i], (struct pyspan_probe_cfg *)&skel->rodata->probes[i]);
-	/* Only 3.8-3.10 need the def statement to learn plain functions' qualnames. */
 	p->gen_hook = use_gen_hook(p, t);
 	/* 3.8-3.10 plain functions learn their qualname at the def statement;
 	 * the coroutine hook times no plain function, so it pays no trap
@@ -395,12 +404,12 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	}
 	if ((rc = attach_hooks(p, t)))
 		return rc;
-	if (p->def_hook &&
-	    (rc = attach(p, skel->progs.py_make_function, false, t->pid, "PyFunction_NewWithQualName")))
+	if (p->def_hook && (rc = attach_def_hook(p, t)))
 		return rc;
-	if (t->resources && (rc = attach_tracepoint(p, skel->progs.py_rss_stat)))
+	if (t->resources &&
+	    (rc = keep_link(p, bpf_program__attach(skel->progs.py_rss_stat), "the rss_stat tracepoint")))
 		return rc;
-	return attach_tracepoint(p, skel->progs.py_thread_exit);
+	return keep_link(p, bpf_program__attach(skel->progs.py_thread_exit), "the thread-exit tracepoint");
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
@@ -479,11 +488,10 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 	const struct py_probe *pr = &p->probes[i];
 	__u64 spans = pyspan_probe_counter(p, i, PYSPAN_PC_SPANS);
 	__u64 unresolved = pyspan_probe_counter(p, i, PYSPAN_PC_UNRESOLVED);
+	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
 
 	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
 		(unsigned long long)spans);
-	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
-
 	if (p->gen_hook && !seen)
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function, "
 			"the coroutine hook cannot time it: use --python-hook calls\n",
@@ -510,8 +518,6 @@ static __u64 open_coroutines(const struct pyspan *p)
 	__u64 key, next, n = 0;
 	void *prev = NULL;
 
-	if (bpf_map__value_size(p->skel->maps.open_coros) != sizeof(value))
-		return 0;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		if (bpf_map_lookup_elem(fd, &next, &value) == 0 && value.start_ns)
 			n++;
@@ -535,7 +541,6 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 		[PYSPAN_CNT_MID_CORO] = "coroutines started before pmetrics attached",
 		[PYSPAN_CNT_CORO_NO_START] = "coroutine ends whose start was lost",
 	};
-
 	__u64 n;
 
 	if (!p)
