@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Python function spans: an entry uprobe and a return uprobe on the
- * interpreter's _PyEval_EvalFrameDefault. Each entry looks the frame's
+/* Python function spans: entry and return uprobes on the interpreter's
+ * _PyEval_EvalFrameDefault (every call), or on 3.8-3.10 on its generator
+ * step functions (coroutine steps only). Each entry looks the frame's
  * code object up in a cache (the hot path: one user read, one hash
  * lookup); only a code object never seen before has its names read and
  * compared. A matched plain call is timed from entry to return; a matched
@@ -51,7 +52,6 @@ struct thread_calls {
 	__u32 pad;
 	struct pending_call call[SPAN_MAX_DEPTH];
 };
-
 
 struct scratch {
 	char want[PYSPAN_STR_MAX];
@@ -211,20 +211,24 @@ static __always_inline bool tail_is(__u64 fname, __u64 flen, __u32 slen,
 	return false;
 }
 
+static __always_inline int code_key_read(__u64 code, struct code_key *key)
+{
+	key->code = code;
+	return bpf_probe_read_user(key->names, sizeof(key->names),
+				   (void *)(code + layout.code_filename));
+}
+
 /* Index of the probe whose name (qualname, or the last part when
  * by_last_part) equals the str object `name` and whose module is the
- * code's file, or -1. */
-static __always_inline int match_names(__u64 code, __u64 name, bool by_last_part)
+ * file of the code KEY names, or -1. */
+static __always_inline int match_names(const struct code_key *key, __u64 name, bool by_last_part)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch_buf, &zero);
-	__u64 fname, flen = 0;
+	__u64 fname = key->names[0], flen = 0;
 	__u32 state = 0;
 
-	if (!s || read_str(name, s->got) < 0)
-		return -1;
-	fname = read_ptr(code + layout.code_filename);
-	if (!fname)
+	if (!s || !fname || read_str(name, s->got) < 0)
 		return -1;
 	bpf_probe_read_user(&flen, sizeof(flen), (void *)(fname + layout.unicode_length));
 	bpf_probe_read_user(&state, sizeof(state), (void *)(fname + layout.unicode_state));
@@ -245,12 +249,6 @@ static __always_inline int match_names(__u64 code, __u64 name, bool by_last_part
 	return -1;
 }
 
-static __always_inline int code_key_read(__u64 code, struct code_key *key)
-{
-	key->code = code;
-	return bpf_probe_read_user(key->names, sizeof(key->names),
-				   (void *)(code + layout.code_filename));
-}
 
 /* 3.8-3.10: a call made by Python code leaves the called function object
  * on the caller's value stack (CALL_FUNCTION, CALL_METHOD and
@@ -284,19 +282,19 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 	bpf_probe_read_user(&flags, sizeof(flags), (void *)(code + layout.code_flags));
 	is_gen = flags & CODE_GEN_FLAGS;
 	if (layout.code_qualname) {
-		idx = match_names(code, read_ptr(code + layout.code_qualname), false);
+		idx = match_names(key, read_ptr(code + layout.code_qualname), false);
 	} else if (is_gen) {
 		/* 3.8-3.10: no co_qualname, but the generator has one. */
 		__u64 gen = read_ptr(frame + layout.frame_gen);
 		if (!gen)
 			return PYSPAN_CODE_NO_MATCH; /* not cached: try again */
-		idx = match_names(code, read_ptr(gen + layout.gen_qualname), false);
+		idx = match_names(key, read_ptr(gen + layout.gen_qualname), false);
 	} else {
 		/* 3.8-3.10 plain function: the code has no qualname; the def
 		 * statement (py_make_function) or the function object on the
 		 * caller's stack has it. Only a same-named function in the
 		 * probe's file gets that far. */
-		idx = match_names(code, read_ptr(code + layout.code_name), true);
+		idx = match_names(key, key->names[1], true); /* co_name */
 		if (idx >= 0) {
 			__u64 qualname = qualname_from_caller(frame, code);
 			if (!qualname) {
@@ -304,7 +302,7 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 				count_probe(idx, PYSPAN_PC_UNRESOLVED);
 				return PYSPAN_CODE_NO_MATCH;
 			}
-			idx = match_names(code, qualname, false);
+			idx = match_names(key, qualname, false);
 		}
 	}
 	value = idx < 0 ? PYSPAN_CODE_NO_MATCH : ((__u32)idx | (is_gen ? PYSPAN_CODE_IS_GEN : 0));
@@ -339,8 +337,7 @@ static __always_inline void resources_end(struct span_resource_event *e, __u64 f
 	}
 }
 
-static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, bool sync,
-				 __u64 frame)
+static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, __u64 frame)
 {
 	__u32 size = with_resources ? sizeof(struct span_resource_event) : sizeof(struct span_event);
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -364,8 +361,6 @@ static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 	count_probe(idx, PYSPAN_PC_SPANS);
-	if (sync)
-		count_probe(idx, PYSPAN_PC_SYNC);
 }
 
 /* Coroutine state at entry: is this the first instruction ever run? */
@@ -544,7 +539,7 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 	__u64 frame = c->frame;
 
 	if (!c->is_gen) {
-		emit(c->start_ns, now, c->idx, tid, true, frame);
+		emit(c->start_ns, now, c->idx, tid, frame);
 		return;
 	}
 	/* The step function releases a finished generator's frame. */
@@ -556,7 +551,7 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 		return;
 	}
 	if (open->start_ns)
-		emit(open->start_ns, now, open->idx, open->tid, false, frame);
+		emit(open->start_ns, now, open->idx, open->tid, frame);
 	bpf_map_delete_elem(&open_coros, &frame);
 }
 
@@ -659,8 +654,8 @@ int py_make_function(struct pt_regs *ctx)
 	if (!code || code_key_read(code, &key))
 		return 0;
 	if (!qualname)
-		qualname = read_ptr(code + layout.code_name);
-	idx = match_names(code, qualname, false);
+		qualname = key.names[1]; /* co_name */
+	idx = match_names(&key, qualname, false);
 	bpf_probe_read_user(&flags, sizeof(flags), (void *)(code + layout.code_flags));
 	/* A miss is cached too: a same-named method in the probe's file
 	 * (Busy.crunch next to crunch) is then never taken for it. */

@@ -105,7 +105,6 @@ enum pyspan_counter {
 enum pyspan_probe_counter {
 	PYSPAN_PC_ENTRIES,    /* matched entries of the eval loop */
 	PYSPAN_PC_SPANS,      /* span events submitted */
-	PYSPAN_PC_SYNC,       /* of the spans: plain (non-coroutine) functions */
 	PYSPAN_PC_UNRESOLVED, /* 3.8-3.10 plain function whose qualname was never learned */
 	PYSPAN_PC_MAX,
 };
