@@ -159,15 +159,27 @@ if grep -q $'^"[0-9]*","'"$SL"$'","[0-9.]*","0\\.0[0-9]\\?","0\\.0[0-9]\\?","[0-
 # ---- churn: processes start, exec and exit during sampling ---------------------------------
 out=$(fresh_dir)
 "$PROGS/res_churn" 4 >"$T_TMP/churn.out" & churn=$!; PIDS+=("$churn")
+# A command line holding a line break, a comma and quotes, as a `bash -c`
+# script run by a CI runner does: the row must stay one CSV record.
+odd_script=$'sleep 6; true # first line\n# second, with "quotes"'
+bash -c "$odd_script" & odd=$!; PIDS+=("$odd")
 "$SAMPLE" --dir "$out" --polls 4 --interval 1 --process-filter '*' 2>"$T_TMP/churn.err"
 rc=$?
 t_begin churn_never_stops_the_sampler
 polls=$(sed -n 's/^resources: \([0-9]*\) polls.*/\1/p' "$T_TMP/churn.err")
 if [ $rc -eq 0 ] && [ "$polls" = 4 ]; then t_pass; else t_fail "rc $rc, polls '$polls': $(head -c 300 "$T_TMP/churn.err")"; fi
 t_begin churn_rows_are_whole
-bad=$(awk -F, 'NF < 6 || $2 == "" || $4 !~ /^[0-9.e-]+$/' "$out/system_resource_data" | grep -v '"' | wc -l)
-if [ "$bad" -eq 0 ] && [ -s "$out/system_resource_data" ]; then t_pass; else t_fail "$bad malformed rows"; fi
-wait "$churn" 2>/dev/null
+if ! command -v python3 >/dev/null; then
+	t_skip "python3 needed to read the CSV"
+else
+	read -r bad odd_rows < <(python3 "$ROOT/tests/integration/resource_csv_check.py" \
+		"$out/system_resource_data" "bash -c $odd_script")
+	# The odd command line is sampled at each of the 4 polls.
+	if [ "$bad" -eq 0 ] && [ "$odd_rows" -eq 4 ]; then t_pass
+	else t_fail "$bad rows not whole, $odd_rows rows of the multi-line command (want 4)"; fi
+fi
+kill "$odd" 2>/dev/null
+wait "$churn" "$odd" 2>/dev/null
 
 # ---- bad input ------------------------------------------------------------------------------
 bad_env() {
