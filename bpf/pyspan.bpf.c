@@ -16,6 +16,7 @@
 #include "resources.h"
 #include "task_counters.bpf.h"
 #include "rss_peak.bpf.h"
+#include "return_sp.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -30,13 +31,6 @@ const volatile bool with_resources = false;
 const volatile __u64 ringbuf_bytes = PYSPAN_RINGBUF_BYTES;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
-/* After `ret`, x86 has popped the return address the entry saw on top
- * of the stack; arm64 returns with the entry's sp. */
-#ifdef __TARGET_ARCH_x86
-#define RET_SP_SHIFT 8
-#else
-#define RET_SP_SHIFT 0
-#endif
 
 struct pending_call {
 	__u64 sp;       /* stack pointer at entry: identifies the return */
@@ -559,7 +553,7 @@ static __always_inline int pop_pending(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
-	__u64 sp = PT_REGS_SP(ctx);
+	__u64 sp = entry_sp_of_return(ctx);
 
 	if (!t)
 		return 0;
@@ -570,10 +564,10 @@ static __always_inline int pop_pending(struct pt_regs *ctx)
 		if (d == 0 || d > SPAN_MAX_DEPTH)
 			return 0;
 		top = &t->call[(d - 1) & (SPAN_MAX_DEPTH - 1)];
-		if (sp < top->sp + RET_SP_SHIFT)
+		if (sp < top->sp)
 			return 0; /* a deeper, unmatched call returned */
 		t->depth = d - 1;
-		if (sp == top->sp + RET_SP_SHIFT) {
+		if (sp == top->sp) {
 			finish(top, tid, bpf_ktime_get_ns());
 			return 0;
 		}

@@ -102,9 +102,11 @@ static __s64 mm_rss_pages(struct mm_struct *mm)
 		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
 		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
 	}
-	return percpu_counter_sum_positive(&mm->rss_stat[MM_FILEPAGES]) +
-	       percpu_counter_sum_positive(&mm->rss_stat[MM_ANONPAGES]) +
-	       percpu_counter_sum_positive(&mm->rss_stat[MM_SHMEMPAGES]);
+	struct mm_struct___new *now = (void *)mm;
+
+	return percpu_counter_sum_positive(&now->rss_stat[MM_FILEPAGES]) +
+	       percpu_counter_sum_positive(&now->rss_stat[MM_ANONPAGES]) +
+	       percpu_counter_sum_positive(&now->rss_stat[MM_SHMEMPAGES]);
 }
 
 static void fill_leader(struct resource_task *rec, struct task_struct *task)

@@ -15,6 +15,7 @@
 #include "resources.h"
 #include "task_counters.bpf.h"
 #include "rss_peak.bpf.h"
+#include "return_sp.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -25,15 +26,6 @@ const volatile __u64 wakeup_bytes = 1 << 20;
  * scheduling and memory counters (struct span_resource_event). Off, the
  * verifier drops every branch on it and the span path is unchanged. */
 const volatile bool span_resources = false;
-
-/* How far the stack pointer moves between a function's first instruction
- * and the instruction after its return: x86 pops the return address,
- * arm64 keeps it in the link register. */
-#if defined(__TARGET_ARCH_x86)
-#define RETURN_SP_DELTA 8
-#else
-#define RETURN_SP_DELTA 0
-#endif
 
 struct pending_call {
 	__u64 start_ns;
@@ -219,7 +211,7 @@ int BPF_KRETPROBE(span_exit)
 	__u64 now = bpf_ktime_get_ns();
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	__u64 sp = PT_REGS_SP(ctx) - RETURN_SP_DELTA;
+	__u64 sp = entry_sp_of_return(ctx);
 	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
 	struct pending_call *call = NULL;
 	__u32 depth = 0;

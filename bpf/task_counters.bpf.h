@@ -10,13 +10,19 @@
 
 /* Before 6.2 ("mm: convert mm's rss stats into percpu_counter") rss_stat
  * was a struct of atomic counters; since then it is an array of
- * percpu_counter. */
+ * percpu_counter. Both layouts are spelled out as flavours, so the code
+ * compiles against a vmlinux.h of either age (vmlinux/arm64 is 6.1,
+ * vmlinux/x86 is 6.18) and CO-RE picks the one the running kernel has. */
 struct mm_rss_stat___old {
 	atomic_long_t count[4];
 } __attribute__((preserve_access_index));
 
 struct mm_struct___old {
 	struct mm_rss_stat___old rss_stat;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___new {
+	struct percpu_counter rss_stat[4];
 } __attribute__((preserve_access_index));
 
 /* Without CONFIG_SCHED_INFO there is no run-queue accounting. */
@@ -44,9 +50,11 @@ static __always_inline __s64 mm_rss_pages_approx(struct mm_struct *mm)
 		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
 		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
 	}
-	return counter_positive(BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count)) +
-	       counter_positive(BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count)) +
-	       counter_positive(BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count));
+	struct mm_struct___new *now = (void *)mm;
+
+	return counter_positive(BPF_CORE_READ(now, rss_stat[MM_FILEPAGES].count)) +
+	       counter_positive(BPF_CORE_READ(now, rss_stat[MM_ANONPAGES].count)) +
+	       counter_positive(BPF_CORE_READ(now, rss_stat[MM_SHMEMPAGES].count));
 }
 
 /* TASK's own counters now (TASK is normally bpf_get_current_task_btf()).
