@@ -201,6 +201,19 @@ $(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(ANALYZE_FUZZ_
 	$(Q)$(CLANG)++ -fsanitize=fuzzer,address,undefined -o $@ $@.o $(ANALYZE_FUZZ_OBJS) $(ANALYZE_FUZZ_LIBS)
 # ---- END analyze ----
 
+# ---- the other architectures' BPF objects ------------------------------
+# The robot is arm64. The BPF objects and skeletons of every vmlinux/ARCH
+# other than this machine's are built too (BPF code is compiled, not run,
+# for a foreign target), so a kernel field or register use that only
+# builds for one architecture fails here rather than on the robot.
+OTHER_ARCHES := $(filter-out $(ARCH),$(patsubst vmlinux/%/vmlinux.h,%,$(wildcard vmlinux/*/vmlinux.h)))
+.PHONY: bpf-skeletons other-arch-bpf
+bpf-skeletons: $(SKELS)
+other-arch-bpf:
+	$(Q)set -e; for a in $(OTHER_ARCHES); do \
+		$(MAKE) --no-print-directory OUT=$(OUT)/arch/$$a ARCH=$$a bpf-skeletons; done
+CHECK_EXTRA += other-arch-bpf
+
 # ---- entry points ------------------------------------------------------
 deps:
 	$(Q)bash .ci/install-deps
