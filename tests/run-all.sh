@@ -18,13 +18,15 @@ count_cmocka() {
 	passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
 }
 
+# run_unit_dir DIR LABEL [RUNNER]: every test_* in DIR, through RUNNER
+# (e.g. qemu-aarch64) when given.
 run_unit_dir() {
-	local dir="$1" label="$2" bin rc
+	local dir="$1" label="$2" runner="${3:-}" bin rc
 	for bin in "$dir"/test_*; do
 		[ -x "$bin" ] || continue
 		echo "== $label $(basename "$bin")"
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-			"$bin" >"$log" 2>&1
+			$runner "$bin" >"$log" 2>&1
 		rc=$?
 		cat "$log"
 		count_cmocka
@@ -50,10 +52,28 @@ run_integration() {
 	done
 }
 
+# The arm64 build of the unit tests (make arm64-unit-bins), on x86 only.
+run_unit_arm64() {
+	local cross="$build/cross-arm64"
+	[ "$(uname -m)" = x86_64 ] || return 0
+	if [ -f "$cross/skipped" ]; then
+		echo "SKIP unit-arm64: $(cat "$cross/skipped")"
+		skipped=$((skipped + 1))
+	elif [ -d "$cross/tests" ]; then
+		run_unit_dir "$cross/tests" unit-arm64 qemu-aarch64
+	fi
+}
+
+run_units() {
+	run_unit_dir "$build/tests" unit
+	run_unit_dir "$build/asan/tests" unit-asan
+	run_unit_arm64
+}
+
 case "$what" in
-unit) run_unit_dir "$build/tests" unit; run_unit_dir "$build/asan/tests" unit-asan ;;
+unit) run_units ;;
 integration) run_integration ;;
-*) run_unit_dir "$build/tests" unit; run_unit_dir "$build/asan/tests" unit-asan; run_integration ;;
+*) run_units; run_integration ;;
 esac
 rm -f "$log"
 echo
