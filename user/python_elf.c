@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int python_version_from_name(const char *path, int *major, int *minor)
@@ -45,6 +47,54 @@ bool python_name_free_threaded(const char *path)
 			return p[used] == 't';
 	}
 	return false;
+}
+
+int python_version_from_abi_tag(const char *bytes, size_t len, int *major, int *minor,
+				bool *free_threaded)
+{
+	static const char tag[] = ".cpython-3"; /* then the minor: 1 or 2 digits */
+	const char *end = bytes + len, *p = bytes;
+
+	while ((p = memmem(p, (size_t)(end - p), tag, sizeof(tag) - 1))) {
+		const char *d = p + sizeof(tag) - 1;
+		int mi = 0, digits = 0;
+		bool threads = false;
+
+		for (; d < end && digits < 2 && *d >= '0' && *d <= '9'; d++, digits++)
+			mi = mi * 10 + (*d - '0');
+		/* The digits end at '-' or ABI flags: 't' free-threaded,
+		 * 'd' debug, 'm' pymalloc (3.7 and older). */
+		for (; d < end && (*d == 't' || *d == 'd' || *d == 'm'); d++)
+			threads |= *d == 't';
+		if (digits > 0 && d < end && *d == '-') {
+			*major = 3;
+			*minor = mi;
+			*free_threaded = threads;
+			return 0;
+		}
+		p++;
+	}
+	return -1;
+}
+
+int python_version_from_file(const char *path, int *major, int *minor, bool *free_threaded)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	struct stat st;
+	void *map;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map != MAP_FAILED) {
+			rc = python_version_from_abi_tag(map, (size_t)st.st_size, major, minor,
+							 free_threaded);
+			munmap(map, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return rc;
 }
 
 int python_needed_libpython(const char *path, char *out, size_t len)
@@ -209,8 +259,11 @@ static int interp_from_file(const char *file, const char *name_hint,
 		out->free_threaded = python_name_free_threaded(name_hint);
 		return 0;
 	}
-	snprintf(err, errlen, "cannot tell the CPython version of %s from its name "
-		 "(expected pythonX.Y or libpythonX.Y.so)", file);
+	/* A renamed or copied interpreter: its own ABI tag says. */
+	if (python_version_from_file(file, &out->major, &out->minor, &out->free_threaded) == 0)
+		return 0;
+	snprintf(err, errlen, "cannot tell the CPython version of %s: its name has no "
+		 "pythonX.Y and it holds no .cpython-XY- ABI tag; is it CPython 3?", file);
 	return -ENOEXEC;
 }
 

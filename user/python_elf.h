@@ -20,6 +20,15 @@ int python_version_from_name(const char *path, int *major, int *minor);
 /* Whether that name is a free-threaded build's (python3.13t). */
 bool python_name_free_threaded(const char *path);
 
+/* Finds the extension-module ABI tag every CPython 3 build carries for
+ * its importer (".cpython-310-x86_64-linux-gnu.so", ".cpython-313t-...",
+ * ".cpython-37m-...") in the LEN bytes at BYTES and parses its version.
+ * Returns 0, or -1 when no tag is there. */
+int python_version_from_abi_tag(const char *bytes, size_t len, int *major, int *minor,
+				bool *free_threaded);
+/* The same, over the whole file at PATH. */
+int python_version_from_file(const char *path, int *major, int *minor, bool *free_threaded);
+
 /* Reads PATH's DT_NEEDED entries and returns the first one naming
  * libpython ("libpython3.10.so.1.0") in out. Returns 0 or -1. */
 int python_needed_libpython(const char *path, char *out, size_t len);

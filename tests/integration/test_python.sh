@@ -208,6 +208,17 @@ else
 	t_begin debian311; t_skip "no /usr/bin/python3.11 (Debian package python3.11)"
 fi
 
+# A copy whose name carries no version (as an embedding or vendored
+# interpreter may be): the version comes from the ABI tag in its bytes.
+if [ -x /usr/bin/python3.11 ]; then
+	cp /usr/bin/python3.11 "$T_TMP/robot-interpreter"
+	check_pid 11 "$T_TMP/robot-interpreter" renamed311
+	expect_ok renamed311.version "the start-up warning does not name Python 3.11" \
+		grep -q "^pmetrics: warning: Python 3.11 inlines" "$PM_ERR"
+else
+	t_begin renamed311; t_skip "no /usr/bin/python3.11 (Debian package python3.11)"
+fi
+
 # ---- plain functions whose def ran before attach (3.8-3.10) --------------
 # The qualified name comes from the function object on the caller's value
 # stack: direct calls and the pool's fn(*args) are timed; Busy.crunch and

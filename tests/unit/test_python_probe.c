@@ -162,6 +162,39 @@ static void version_from_file_names(void **state)
 	assert_false(python_name_free_threaded("/usr/bin/python3.10"));
 }
 
+/* A copied or renamed interpreter: the version comes from the ABI tag in
+ * its bytes, among NULs and decoys, never read past the end. */
+static void version_from_abi_tags(void **state)
+{
+#define BYTES(s) s, sizeof(s) - 1
+	static const struct { const char *bytes; size_t len; int minor; bool threads; } ok[] = {
+		{ BYTES("\0\0x.cpython-310-x86_64-linux-gnu.so\0"), 10, false },
+		{ BYTES(".cpython-313t-aarch64-linux-gnu.so"), 13, true },
+		{ BYTES(".cpython-37m-x86_64-linux-gnu.so"), 7, false },
+		{ BYTES(".cpython-311d-x86_64-linux-gnu.so"), 11, false },
+		{ BYTES(".cpython-3x .cpython-- .cpython-39-x86_64"), 9, false },
+	};
+	static const struct { const char *bytes; size_t len; } none[] = {
+		{ BYTES("no tag at all") }, { BYTES("cut .cpython-31") }, { BYTES(".cpython-310") },
+		{ BYTES(".cpython-3-x86_64") }, { BYTES(".cpython-3100-x86_64") },
+	};
+#undef BYTES
+	int major, minor;
+	bool threads;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(python_version_from_abi_tag(ok[i].bytes, ok[i].len, &major, &minor,
+							     &threads), 0);
+		assert_int_equal(major, 3);
+		assert_int_equal(minor, ok[i].minor);
+		assert_int_equal(threads, ok[i].threads);
+	}
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		assert_int_equal(python_version_from_abi_tag(none[i].bytes, none[i].len, &major,
+							     &minor, &threads), -1);
+}
+
 /* A pyenv interpreter links libpython: DT_NEEDED names it and RUNPATH
  * finds it. Skipped where pyenv's 3.10 is not installed. */
 static void pyenv_interpreter_found(void **state)
@@ -201,6 +234,7 @@ int main(void)
 		cmocka_unit_test(probe_names_rejected),
 		cmocka_unit_test(matcher_config),
 		cmocka_unit_test(version_from_file_names),
+		cmocka_unit_test(version_from_abi_tags),
 		cmocka_unit_test(pyenv_interpreter_found),
 		cmocka_unit_test(non_python_executable_rejected),
 	};
