@@ -30,7 +30,11 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 \
 
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-PM_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT) -DMULTIARCH=\"$(ARCH_UNAME)-linux-gnu\"
+# -ffp-contract=off: no fused multiply-add, so arithmetic rounds the same
+# on every architecture (gcc fuses a*b+c on arm64 by default, which moved
+# some SVG coordinates by 0.1 against x86's; see test_analyze_arm64.sh).
+FP_FLAGS := -ffp-contract=off
+PM_CFLAGS := $(CFLAGS) $(WARN) $(FP_FLAGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT) -DMULTIARCH=\"$(ARCH_UNAME)-linux-gnu\"
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-parameter -Ivmlinux/$(ARCH) -Iinclude $(CLANG_BPF_SYS_INCLUDES)
 
@@ -150,7 +154,7 @@ BENCH_SCRIPTS += bench/resources.sh
 ANALYZE_SIMDJSON ?= $(if $(wildcard /usr/include/simdjson.h),1,0)
 ifeq ($(ANALYZE_SIMDJSON),1)
 CXX := g++
-PM_CXXFLAGS = $(CFLAGS) $(WARN) -std=c++17 -fno-exceptions -fno-rtti -Iinclude -Iuser
+PM_CXXFLAGS = $(CFLAGS) $(WARN) $(FP_FLAGS) -std=c++17 -fno-exceptions -fno-rtti -Iinclude -Iuser
 ANALYZE_SIMD_OBJ := $(OUT)/user/analyze_jsonl_simd.o
 ANALYZE_ASAN_SIMD_OBJ := $(OUT)/asan/user/analyze_jsonl_simd.o
 PM_CFLAGS += -DPM_HAVE_SIMDJSON
@@ -215,36 +219,42 @@ other-arch-bpf:
 		$(MAKE) --no-print-directory OUT=$(OUT)/arch/$$a ARCH=$$a bpf-skeletons; done
 CHECK_EXTRA += other-arch-bpf
 
-# ---- the unit tests as arm64 code, on an x86 machine --------------------
-# The robot is arm64: its char is unsigned, its long double is 128-bit.
-# On x86, make check also cross-builds the cmocka tests (and the library
-# objects they link, BPF skeletons included) for arm64 into
-# build/cross-arm64 and tests/run-all.sh runs them under qemu-user. The
-# toolchain and arm64 libraries are installed like every other dependency
-# (simdjson's runtime only: its -dev package is not Multi-Arch, so the
-# arm64 one would replace this machine's; the header is shared and the
-# link names the versioned library);
-# where that cannot be done (not root, no mirror), run-all.sh reports the
-# stage as skipped with the reason kept in build/cross-arm64/skipped.
-.PHONY: unit-bins arm64-unit-bins
-unit-bins: $(UNIT_BINS)
+# ---- arm64 code on an x86 machine ---------------------------------------
+# The robot is arm64: its char is unsigned, its long double is 128-bit,
+# simdjson takes its NEON path there. On x86, make check also cross-builds
+# the cmocka tests and pmetrics itself for arm64 into build/cross-arm64;
+# tests/run-all.sh runs the tests under qemu-user and
+# tests/integration/test_analyze_arm64.sh compares the arm64 binary's
+# analyze output with this machine's, byte for byte. The toolchain and
+# arm64 libraries are installed like every other dependency (simdjson's
+# runtime only: its -dev package is not Multi-Arch, so the arm64 one would
+# replace this machine's; the header is shared and the link names the
+# versioned library). Where they cannot be installed (not root, no mirror)
+# the tests report the stage as skipped with the reason kept in
+# build/cross-arm64/skipped.
+.PHONY: test-bins arm64-build
+test-bins: $(UNIT_BINS) $(OUT)/pmetrics
+# The binary under OUT rather than ./pmetrics: what a cross build makes.
+$(OUT)/pmetrics: $(USER_OBJS) $(ANALYZE_SIMD_OBJ)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ $(LIBS)
 ifeq ($(ARCH_UNAME),x86_64)
 CROSS_OUT := $(OUT)/cross-arm64
 ARM64_CROSS_PKGS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user libc6-dev:arm64 \
 	libcmocka-dev:arm64 libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libjson-c-dev:arm64 \
 	libsimdjson14:arm64
-arm64-unit-bins:
+arm64-build:
 	$(Q)mkdir -p $(CROSS_OUT) && rm -f $(CROSS_OUT)/skipped
 	$(Q)if bash .ci/install-deps $(ARM64_CROSS_PKGS) >$(CROSS_OUT)/deps.log 2>&1; then \
 		$(MAKE) --no-print-directory OUT=$(CROSS_OUT) ARCH_UNAME=aarch64 \
 			CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ \
-			SIMDJSON_LINK=-l:libsimdjson.so.14 unit-bins; \
+			SIMDJSON_LINK=-l:libsimdjson.so.14 test-bins; \
 	else \
 		echo "cannot install the arm64 cross toolchain: $$(tail -n 1 $(CROSS_OUT)/deps.log)" \
 			>$(CROSS_OUT)/skipped; \
 	fi
-CHECK_EXTRA += arm64-unit-bins
-UNIT_EXTRA := arm64-unit-bins
+CHECK_EXTRA += arm64-build
+UNIT_EXTRA := arm64-build
 endif
 
 # ---- entry points ------------------------------------------------------

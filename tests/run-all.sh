@@ -52,7 +52,7 @@ run_integration() {
 	done
 }
 
-# The arm64 build of the unit tests (make arm64-unit-bins), on x86 only.
+# The arm64 build of the unit tests (make arm64-build), on x86 only.
 run_unit_arm64() {
 	local cross="$build/cross-arm64"
 	[ "$(uname -m)" = x86_64 ] || return 0
