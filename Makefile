@@ -5,6 +5,7 @@
 #   make demo       install missing packages, build, trace the bundled demo
 #   make bench      benchmarks (ratios against baselines of the same run)
 #   make fuzz       libFuzzer runs of the input readers
+#   make robot      one static arm64 pmetrics to copy to the robot (build/robot)
 #   V=1             show full commands
 
 ARCH_UNAME := $(shell uname -m)
@@ -237,7 +238,7 @@ test-bins: $(UNIT_BINS) $(OUT)/pmetrics
 # The binary under OUT rather than ./pmetrics: what a cross build makes.
 $(OUT)/pmetrics: $(USER_OBJS) $(ANALYZE_SIMD_OBJ)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(PM_CFLAGS) $(PM_LDFLAGS) -o $@ $^ $(LIBS)
 ifeq ($(ARCH_UNAME),x86_64)
 CROSS_OUT := $(OUT)/cross-arm64
 ARM64_CROSS_PKGS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user libc6-dev:arm64 \
@@ -249,6 +250,7 @@ arm64-build:
 		$(MAKE) --no-print-directory OUT=$(CROSS_OUT) ARCH_UNAME=aarch64 \
 			CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ \
 			SIMDJSON_LINK=-l:libsimdjson.so.14 test-bins; \
+		$(MAKE) --no-print-directory robot-bin; \
 	else \
 		echo "cannot install the arm64 cross toolchain: $$(tail -n 1 $(CROSS_OUT)/deps.log)" \
 			>$(CROSS_OUT)/skipped; \
@@ -256,6 +258,24 @@ arm64-build:
 CHECK_EXTRA += arm64-build
 UNIT_EXTRA := arm64-build
 endif
+
+# ---- make robot: the one file to copy to the robot ----------------------
+# A static, stripped arm64 pmetrics, built on a machine of either
+# architecture: nothing to install on the robot (its image has neither
+# libbpf nor json-c) and no glibc version to match. Its JSON reader is
+# json-c's: Debian's simdjson has no static library.
+ROBOT_OUT := $(OUT)/robot
+ROBOT_TOOLS := $(if $(filter x86_64,$(ARCH_UNAME)),aarch64-linux-gnu-)
+.PHONY: robot robot-bin
+robot:
+	$(Q)bash .ci/install-deps $(ARM64_CROSS_PKGS)
+	$(Q)$(MAKE) --no-print-directory robot-bin
+	@echo "copy $(ROBOT_OUT)/pmetrics to the robot (e.g. scp it to /usr/local/bin), then run it as root"
+robot-bin:
+	$(Q)$(MAKE) --no-print-directory OUT=$(ROBOT_OUT) ARCH_UNAME=aarch64 CC=$(ROBOT_TOOLS)gcc \
+		ANALYZE_SIMDJSON=0 PM_LDFLAGS=-static LIBS="-lbpf -lelf -ljson-c -lz -lm -lpthread" \
+		$(ROBOT_OUT)/pmetrics
+	$(Q)$(ROBOT_TOOLS)strip $(ROBOT_OUT)/pmetrics
 
 # ---- entry points ------------------------------------------------------
 deps:
