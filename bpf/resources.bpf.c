@@ -95,7 +95,7 @@ static __s64 percpu_counter_sum_positive(struct percpu_counter *pc)
 /* VmRSS = file + anon + shmem pages (not swap entries). */
 static __s64 mm_rss_pages(struct mm_struct *mm)
 {
-	if (bpf_core_type_exists(struct mm_rss_stat___old)) {
+	if (mm_rss_stat_is_atomic()) {
 		struct mm_struct___old *old = (void *)mm;
 
 		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +

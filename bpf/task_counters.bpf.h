@@ -30,6 +30,15 @@ struct task_struct___sched_info {
 	struct sched_info sched_info;
 } __attribute__((preserve_access_index));
 
+/* Whether the running kernel keeps rss_stat as the old struct of atomic
+ * counters. Asked of the field rather than of the type's name: CO-RE never
+ * matches a struct with an array, so a kernel that still defines struct
+ * mm_rss_stat but holds the per-CPU array reads the array. */
+static __always_inline bool mm_rss_stat_is_atomic(void)
+{
+	return bpf_core_field_exists(((struct mm_struct___old *)0)->rss_stat);
+}
+
 static __always_inline __s64 counter_positive(__s64 v)
 {
 	return v < 0 ? 0 : v;
@@ -43,7 +52,7 @@ static __always_inline __s64 mm_rss_pages_approx(struct mm_struct *mm)
 {
 	if (!mm)
 		return 0;
-	if (bpf_core_type_exists(struct mm_rss_stat___old)) {
+	if (mm_rss_stat_is_atomic()) {
 		struct mm_struct___old *old = (void *)mm;
 
 		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
