@@ -161,7 +161,7 @@ out=$(fresh_dir)
 "$PROGS/res_churn" 4 >"$T_TMP/churn.out" & churn=$!; PIDS+=("$churn")
 # A command line holding a line break, a comma and quotes, as a `bash -c`
 # script run by a CI runner does: the row must stay one CSV record.
-odd_script=$'sleep 6; true # first line\n# second, with "quotes"'
+odd_script=$'sleep 60; true # first line\n# second, with "quotes"'
 bash -c "$odd_script" & odd=$!; PIDS+=("$odd")
 "$SAMPLE" --dir "$out" --polls 4 --interval 1 --process-filter '*' 2>"$T_TMP/churn.err"
 rc=$?
@@ -178,7 +178,7 @@ else
 	if [ "$bad" -eq 0 ] && [ "$odd_rows" -eq 4 ]; then t_pass
 	else t_fail "$bad rows not whole, $odd_rows rows of the multi-line command (want 4)"; fi
 fi
-kill "$odd" 2>/dev/null
+pkill -P "$odd" sleep 2>/dev/null
 wait "$churn" "$odd" 2>/dev/null
 
 # ---- bad input ------------------------------------------------------------------------------
