@@ -81,7 +81,7 @@ pmetrics: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ $(LIBS)
 
-$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) | $(OUT)/bpf
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
@@ -225,61 +225,66 @@ CHECK_EXTRA += other-arch-bpf
 # simdjson takes its NEON path there. On x86, make check also cross-builds
 # the cmocka tests and pmetrics itself for arm64 into build/cross-arm64;
 # tests/run-all.sh runs the tests under qemu-user and
-# tests/integration/test_analyze_arm64.sh compares the arm64 binary's
-# analyze output with this machine's, byte for byte. The toolchain and
-# arm64 libraries are installed like every other dependency (simdjson's
-# runtime only: its -dev package is not Multi-Arch, so the arm64 one would
-# replace this machine's; the header is shared and the link names the
-# versioned library). Where they cannot be installed (not root, no mirror)
-# the tests report the stage as skipped with the reason kept in
-# build/cross-arm64/skipped.
+# tests/integration/test_analyze_arm64.sh compares the arm64 binaries'
+# analyze output with this machine's, byte for byte. make deps installs
+# the toolchain and arm64 libraries (.ci/install-deps --arm64-cross);
+# where they are missing (not root, no mirror) the tests report the stage
+# as skipped with the reason, kept in build/cross-arm64/skipped. A build
+# failure is a failure.
 .PHONY: test-bins arm64-build
 test-bins: $(UNIT_BINS) $(OUT)/pmetrics
 # The binary under OUT rather than ./pmetrics: what a cross build makes.
-$(OUT)/pmetrics: $(USER_OBJS) $(ANALYZE_SIMD_OBJ)
+$(OUT)/pmetrics $(OUT)/pmetrics.unstripped: $(USER_OBJS) $(ANALYZE_SIMD_OBJ)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(PM_CFLAGS) $(PM_LDFLAGS) -o $@ $^ $(LIBS)
 ifeq ($(ARCH_UNAME),x86_64)
 CROSS_OUT := $(OUT)/cross-arm64
-ARM64_CROSS_PKGS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user libc6-dev:arm64 \
-	libcmocka-dev:arm64 libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libjson-c-dev:arm64 \
-	libsimdjson14:arm64
+SIMDJSON_SONAME = $(shell objdump -p $(LIBDIR)/libsimdjson.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
 arm64-build:
 	$(Q)mkdir -p $(CROSS_OUT) && rm -f $(CROSS_OUT)/skipped
-	$(Q)if bash .ci/install-deps $(ARM64_CROSS_PKGS) >$(CROSS_OUT)/deps.log 2>&1; then \
+	$(Q)if why=$$(bash .ci/install-deps --check --arm64-cross 2>&1); then \
 		$(MAKE) --no-print-directory OUT=$(CROSS_OUT) ARCH_UNAME=aarch64 \
 			CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ \
-			SIMDJSON_LINK=-l:libsimdjson.so.14 test-bins; \
+			SIMDJSON_LINK=-l:$(SIMDJSON_SONAME) test-bins && \
 		$(MAKE) --no-print-directory robot-bin; \
 	else \
-		echo "cannot install the arm64 cross toolchain: $$(tail -n 1 $(CROSS_OUT)/deps.log)" \
-			>$(CROSS_OUT)/skipped; \
+		echo "no arm64 cross toolchain: $$why" >$(CROSS_OUT)/skipped; \
 	fi
 CHECK_EXTRA += arm64-build
 UNIT_EXTRA := arm64-build
+# Not fatal: without them the arm64 stage is reported as skipped.
+CROSS_DEPS := bash .ci/install-deps --arm64-cross || \
+	echo "pmetrics: the arm64 cross stage of make check will be skipped"
 endif
 
 # ---- make robot: the one file to copy to the robot ----------------------
 # A static, stripped arm64 pmetrics, built on a machine of either
 # architecture: nothing to install on the robot (its image has neither
 # libbpf nor json-c) and no glibc version to match. Its JSON reader is
-# json-c's: Debian's simdjson has no static library.
+# json-c's: Debian's simdjson has no static library. Beside it: the
+# debug symbols (pmetrics.debug, for gdb or perf on a copy of a crash)
+# and its SHA-256.
 ROBOT_OUT := $(OUT)/robot
 ROBOT_TOOLS := $(if $(filter x86_64,$(ARCH_UNAME)),aarch64-linux-gnu-)
 .PHONY: robot robot-bin
-robot:
-	$(Q)bash .ci/install-deps $(ARM64_CROSS_PKGS)
+robot: deps
 	$(Q)$(MAKE) --no-print-directory robot-bin
-	@echo "copy $(ROBOT_OUT)/pmetrics to the robot (e.g. scp it to /usr/local/bin), then run it as root"
+	$(Q)if command -v qemu-aarch64 >/dev/null && [ -n "$(ROBOT_TOOLS)" ]; then \
+		qemu-aarch64 $(ROBOT_OUT)/pmetrics --version; fi
+	@echo "copy $(ROBOT_OUT)/pmetrics to the robot (e.g. scp it to /usr/local/bin/), then run it as root"
 robot-bin:
 	$(Q)$(MAKE) --no-print-directory OUT=$(ROBOT_OUT) ARCH_UNAME=aarch64 CC=$(ROBOT_TOOLS)gcc \
 		ANALYZE_SIMDJSON=0 PM_LDFLAGS=-static LIBS="-lbpf -lelf -ljson-c -lz -lm -lpthread" \
-		$(ROBOT_OUT)/pmetrics
-	$(Q)$(ROBOT_TOOLS)strip $(ROBOT_OUT)/pmetrics
+		$(ROBOT_OUT)/pmetrics.unstripped
+	$(Q)$(ROBOT_TOOLS)objcopy --only-keep-debug $(ROBOT_OUT)/pmetrics.unstripped $(ROBOT_OUT)/pmetrics.debug
+	$(Q)$(ROBOT_TOOLS)strip -o $(ROBOT_OUT)/pmetrics $(ROBOT_OUT)/pmetrics.unstripped
+	$(Q)$(ROBOT_TOOLS)objcopy --add-gnu-debuglink=$(ROBOT_OUT)/pmetrics.debug $(ROBOT_OUT)/pmetrics
+	$(Q)cd $(ROBOT_OUT) && sha256sum pmetrics >pmetrics.sha256
 
 # ---- entry points ------------------------------------------------------
 deps:
 	$(Q)bash .ci/install-deps
+	$(Q)$(CROSS_DEPS)
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory check
@@ -293,7 +298,8 @@ unit: $(UNIT_BINS) $(ASAN_UNIT_BINS) $(UNIT_EXTRA)
 integration: pmetrics $(PROGS) $(CHECK_EXTRA)
 	$(Q)bash tests/run-all.sh $(OUT) integration
 
-demo: deps
+demo:
+	$(Q)bash .ci/install-deps
 	$(Q)$(MAKE) --no-print-directory pmetrics $(OUT)/progs/demo
 	$(Q)bash tests/demo.sh $(OUT)
 

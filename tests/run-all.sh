@@ -61,6 +61,9 @@ run_unit_arm64() {
 		skipped=$((skipped + 1))
 	elif [ -d "$cross/tests" ]; then
 		run_unit_dir "$cross/tests" unit-arm64 qemu-aarch64
+	else
+		echo "FAIL unit-arm64: no arm64 build in $cross (make arm64-build)"
+		failed=$((failed + 1))
 	fi
 }
 

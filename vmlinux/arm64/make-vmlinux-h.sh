@@ -11,7 +11,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-curl -sSf "http://deb.debian.org/debian/$deb_path" -o "$work/kernel.deb"
+if ! curl -sSf "http://deb.debian.org/debian/$deb_path" -o "$work/kernel.deb"; then
+	echo "cannot fetch $deb_path; if it has left the mirror, pass a current one, e.g. from:" >&2
+	echo "  curl -s http://deb.debian.org/debian/dists/bookworm/main/binary-arm64/Packages.xz |" \
+		"xz -dc | grep '^Filename: .*linux-image-.*-arm64-unsigned'" >&2
+	exit 1
+fi
 dpkg-deb -x "$work/kernel.deb" "$work/root"
 image=$(ls "$work"/root/boot/vmlinuz-*)
 # A raw BTF blob starts with magic 0xeb9f, version 1, flags 0 and a
