@@ -181,6 +181,24 @@ static __always_inline int read_str(__u64 obj, char *buf)
 	return (int)len;
 }
 
+/* Do GOT and WANT hold the same NUL-terminated string, looking at no more
+ * than MAX bytes of either? A loop rather than bpf_strncmp(), which came
+ * in 5.17: the robot's kernel may be older (5.15 is enough for the rest).
+ * It only runs when the code cache misses. */
+static __always_inline bool str_equal(const char *got, const volatile char *want, __u32 max)
+{
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < max; i++) {
+		char c = want[i];
+
+		if (got[i] != c)
+			return false;
+		if (!c)
+			return true;
+	}
+	return false;
+}
+
 /* Does the tail of the file name str object equal the suffix (or the
  * whole name equal the suffix without its leading '/')? */
 static __always_inline bool tail_is(__u64 fname, __u64 flen, __u32 slen,
@@ -194,13 +212,13 @@ static __always_inline bool tail_is(__u64 fname, __u64 flen, __u32 slen,
 		if (bpf_probe_read_user(buf, slen & (PYSPAN_STR_MAX - 1), (void *)(data + flen - slen)))
 			return false;
 		buf[slen & (PYSPAN_STR_MAX - 1)] = '\0';
-		return bpf_strncmp(buf, PYSPAN_STR_MAX, (const char *)suffix) == 0;
+		return str_equal(buf, suffix, PYSPAN_STR_MAX);
 	}
 	if (flen + 1 == slen) {
 		if (bpf_probe_read_user(buf, flen & (PYSPAN_STR_MAX - 1), (void *)data))
 			return false;
 		buf[flen & (PYSPAN_STR_MAX - 1)] = '\0';
-		return bpf_strncmp(buf, PYSPAN_STR_MAX, (const char *)suffix + 1) == 0;
+		return str_equal(buf, suffix + 1, PYSPAN_STR_MAX - 1);
 	}
 	return false;
 }
@@ -232,9 +250,8 @@ static __always_inline int match_names(const struct code_key *key, __u64 name, b
 	for (__u32 i = 0; i < PYSPAN_MAX_PROBES; i++) {
 		if (i >= n_probes)
 			break;
-		if (bpf_strncmp(s->got, PYSPAN_STR_MAX,
-				by_last_part ? (const char *)probes[i].name
-					     : (const char *)probes[i].qualname) != 0)
+		if (!str_equal(s->got, by_last_part ? probes[i].name : probes[i].qualname,
+			       PYSPAN_STR_MAX))
 			continue;
 		if (tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want) ||
 		    tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want))
