@@ -29,7 +29,7 @@ run() { # prints ns per call for one method
 	funclatency)
 		"$sp" -w "$out/go" timed "$calls" >"$out/fl.out" & local t=$!
 		funclatency -p $t "$sp:pm_empty" >/dev/null 2>&1 & local f=$!
-		sleep 2; touch "$out/go"; wait $t; kill -INT $f; wait $f 2>/dev/null; rm -f "$out/go"
+		sleep 2; touch "$out/go"; wait $t; kill -INT $f 2>/dev/null; wait $f 2>/dev/null; rm -f "$out/go"
 		cat "$out/fl.out" ;;
 	esac
 }
