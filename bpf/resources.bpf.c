@@ -95,13 +95,8 @@ static __s64 percpu_counter_sum_positive(struct percpu_counter *pc)
 /* VmRSS = file + anon + shmem pages (not swap entries). */
 static __s64 mm_rss_pages(struct mm_struct *mm)
 {
-	if (mm_rss_stat_is_atomic()) {
-		struct mm_struct___old *old = (void *)mm;
-
-		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
-		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
-		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
-	}
+	if (mm_rss_stat_is_atomic())
+		return mm_rss_pages_atomic(mm);
 	struct mm_struct___new *now = (void *)mm;
 
 	return percpu_counter_sum_positive(&now->rss_stat[MM_FILEPAGES]) +

@@ -44,6 +44,17 @@ static __always_inline __s64 counter_positive(__s64 v)
 	return v < 0 ? 0 : v;
 }
 
+/* Before 6.2: file + anon + shmem pages from the atomic counters, exact.
+ * Only to be called where mm_rss_stat_is_atomic(). */
+static __always_inline __s64 mm_rss_pages_atomic(struct mm_struct *mm)
+{
+	struct mm_struct___old *old = (void *)mm;
+
+	return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
+	       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
+	       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
+}
+
 /* The process's RSS in pages (file + anon + shmem), from the counters'
  * shared part: what the rss_stat tracepoint reports and /proc printed
  * from 6.2 to 6.15 (within 32 pages per CPU of the exact sum; exact
@@ -52,13 +63,8 @@ static __always_inline __s64 mm_rss_pages_approx(struct mm_struct *mm)
 {
 	if (!mm)
 		return 0;
-	if (mm_rss_stat_is_atomic()) {
-		struct mm_struct___old *old = (void *)mm;
-
-		return counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter)) +
-		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter)) +
-		       counter_positive(BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter));
-	}
+	if (mm_rss_stat_is_atomic())
+		return mm_rss_pages_atomic(mm);
 	struct mm_struct___new *now = (void *)mm;
 
 	return counter_positive(BPF_CORE_READ(now, rss_stat[MM_FILEPAGES].count)) +
