@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int python_version_from_name(const char *path, int *major, int *minor)
+int python_version_from_name(const char *path, int *major, int *minor, bool *free_threaded)
 {
 	const char *base = strrchr(path, '/');
 	const char *p;
@@ -29,24 +29,11 @@ int python_version_from_name(const char *path, int *major, int *minor)
 		if (sscanf(p, "python%d.%d%n", &ma, &mi, &used) == 2 && used > 0 && ma >= 2) {
 			*major = ma;
 			*minor = mi;
+			*free_threaded = p[used] == 't';
 			return 0;
 		}
 	}
 	return -1;
-}
-
-bool python_name_free_threaded(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	const char *p;
-
-	base = base ? base + 1 : path;
-	for (p = strstr(base, "python"); p; p = strstr(p + 1, "python")) {
-		int ma, mi, used = 0;
-		if (sscanf(p, "python%d.%d%n", &ma, &mi, &used) == 2 && used > 0)
-			return p[used] == 't';
-	}
-	return false;
 }
 
 int python_version_from_abi_tag(const char *bytes, size_t len, int *major, int *minor,
@@ -251,14 +238,11 @@ static int interp_from_file(const char *file, const char *name_hint,
 	if ((rc = check_cpython(file, err, errlen)))
 		return rc;
 	snprintf(out->path, sizeof(out->path), "%s", file);
-	if (python_version_from_name(file, &out->major, &out->minor) == 0) {
-		out->free_threaded = python_name_free_threaded(file);
+	if (python_version_from_name(file, &out->major, &out->minor, &out->free_threaded) == 0)
 		return 0;
-	}
-	if (name_hint && python_version_from_name(name_hint, &out->major, &out->minor) == 0) {
-		out->free_threaded = python_name_free_threaded(name_hint);
+	if (name_hint &&
+	    python_version_from_name(name_hint, &out->major, &out->minor, &out->free_threaded) == 0)
 		return 0;
-	}
 	/* A renamed or copied interpreter: its own ABI tag says. */
 	if (python_version_from_file(file, &out->major, &out->minor, &out->free_threaded) == 0)
 		return 0;

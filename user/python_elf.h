@@ -15,10 +15,9 @@ struct python_interp {
 };
 
 /* Parses "X.Y" out of a file name such as libpython3.10.so.1.0,
- * libpython3.7m.so or python3.11. Returns 0, or -1 when none is there. */
-int python_version_from_name(const char *path, int *major, int *minor);
-/* Whether that name is a free-threaded build's (python3.13t). */
-bool python_name_free_threaded(const char *path);
+ * libpython3.7m.so or python3.11, and whether it names a free-threaded
+ * build (python3.13t). Returns 0, or -1 when none is there. */
+int python_version_from_name(const char *path, int *major, int *minor, bool *free_threaded);
 
 /* Finds the extension-module ABI tag every CPython 3 build carries for
  * its importer (".cpython-310-x86_64-linux-gnu.so", ".cpython-313t-...",

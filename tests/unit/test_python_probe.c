@@ -138,29 +138,30 @@ static void matcher_config(void **state)
 
 static void version_from_file_names(void **state)
 {
-	static const struct { const char *name; int major, minor; } ok[] = {
-		{ "libpython3.10.so.1.0", 3, 10 },
-		{ "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0", 3, 11 },
-		{ "/usr/bin/python3.11", 3, 11 },
-		{ "libpython3.7m.so", 3, 7 },
-		{ "python3.13t", 3, 13 },
+	static const struct { const char *name; int major, minor; bool threads; } ok[] = {
+		{ "libpython3.10.so.1.0", 3, 10, false },
+		{ "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0", 3, 11, false },
+		{ "/usr/bin/python3.11", 3, 11, false },
+		{ "/usr/bin/python3.10", 3, 10, false },
+		{ "libpython3.7m.so", 3, 7, false },
+		{ "libpython3.13.so.1.0", 3, 13, false },
+		{ "python3.13t", 3, 13, true },
+		{ "/usr/lib/libpython3.13t.so.1.0", 3, 13, true },
 	};
 	static const char *const none[] = { "python3", "/usr/bin/python", "/opt/python3.10/bin/app",
 					    "libfoo.so", "python.3" };
 	int major, minor;
+	bool threads;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		assert_int_equal(python_version_from_name(ok[i].name, &major, &minor), 0);
+		assert_int_equal(python_version_from_name(ok[i].name, &major, &minor, &threads), 0);
 		assert_int_equal(major, ok[i].major);
 		assert_int_equal(minor, ok[i].minor);
+		assert_int_equal(threads, ok[i].threads);
 	}
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
-		assert_int_equal(python_version_from_name(none[i], &major, &minor), -1);
-	assert_true(python_name_free_threaded("python3.13t"));
-	assert_true(python_name_free_threaded("/usr/lib/libpython3.13t.so.1.0"));
-	assert_false(python_name_free_threaded("libpython3.13.so.1.0"));
-	assert_false(python_name_free_threaded("/usr/bin/python3.10"));
+		assert_int_equal(python_version_from_name(none[i], &major, &minor, &threads), -1);
 }
 
 /* abi_tag_in LEN BYTES: the parser run on an exact-size heap copy, so
