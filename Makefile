@@ -77,9 +77,11 @@ FUZZ_SCRIPTS :=
 
 all: pmetrics
 
-pmetrics: $(USER_OBJS)
+# ./pmetrics; $(OUT)/pmetrics[.unstripped] is the same link inside a
+# build tree of its own (the arm64 and robot builds below).
+pmetrics $(OUT)/pmetrics $(OUT)/pmetrics.unstripped: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(PM_CFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(PM_CFLAGS) $(PM_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard include/*.h) $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
@@ -171,7 +173,7 @@ $(ANALYZE_ASAN_SIMD_OBJ): user/analyze_jsonl_simd.cpp $(wildcard user/*.h) | $(O
 	$(call msg,CXX-ASAN,$@)
 	$(Q)$(CXX) $(PM_CXXFLAGS) $(ASAN_FLAGS) -c $< -o $@
 # Linked wherever the C objects are (the recipes link $^ or $(LIB_OBJS)).
-pmetrics $(UNIT_BINS) $(OUT)/progs/res_sample: $(ANALYZE_SIMD_OBJ)
+pmetrics $(OUT)/pmetrics $(UNIT_BINS) $(OUT)/progs/res_sample: $(ANALYZE_SIMD_OBJ)
 $(ASAN_UNIT_BINS): $(ANALYZE_ASAN_SIMD_OBJ)
 endif
 BENCH_SCRIPTS += bench/analyze.sh
@@ -233,10 +235,6 @@ CHECK_EXTRA += other-arch-bpf
 # failure is a failure.
 .PHONY: test-bins arm64-build
 test-bins: $(UNIT_BINS) $(OUT)/pmetrics
-# The binary under OUT rather than ./pmetrics: what a cross build makes.
-$(OUT)/pmetrics $(OUT)/pmetrics.unstripped: $(USER_OBJS) $(ANALYZE_SIMD_OBJ)
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(PM_CFLAGS) $(PM_LDFLAGS) -o $@ $^ $(LIBS)
 ifeq ($(ARCH_UNAME),x86_64)
 CROSS_OUT := $(OUT)/cross-arm64
 SIMDJSON_SONAME = $(shell objdump -p $(LIBDIR)/libsimdjson.so 2>/dev/null | sed -n 's/^ *SONAME *//p')
