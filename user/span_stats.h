@@ -14,7 +14,8 @@ struct span_stats {
 
 void span_stats_add(struct span_stats *s, uint64_t duration_ns);
 uint64_t span_stats_mean_ns(const struct span_stats *s);
-/* "12.345ms": a duration with a unit that keeps 4 significant digits. */
+/* "12.35ms", "28.00ms": a duration with a unit, in 4 significant digits
+ * (3 for microseconds), trailing zeros kept so every figure reads alike. */
 void format_duration(char *buf, size_t len, uint64_t ns);
 
 #endif
