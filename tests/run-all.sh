@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Runs the unit tests (plain and under ASan/UBSan) and the integration
 # tests, and prints one closing total line: "N passed, N failed, N skipped".
-# Usage: tests/run-all.sh BUILD_DIR [unit|integration]
+# Usage: tests/run-all.sh BUILD_DIR [unit|unit-asan|integration]
+#
+# Each integration test runs in a session of its own under a time limit:
+# 600 s, or what a "# timeout: SECONDS" line in the script says. A test
+# that overruns is killed with everything it started and counts as one
+# failure naming it; the other tests still run.
 set -u
 build=$(cd "$1" && pwd)
 what=${2:-all}
@@ -40,15 +45,48 @@ run_unit_dir() {
 	done
 }
 
+# test_limit SCRIPT: its "# timeout: N" line, else 600 seconds.
+test_limit() {
+	local n
+	n=$(sed -n 's/^# timeout: *\([0-9][0-9]*\) *$/\1/p' "$1" | head -n 1)
+	echo "${n:-600}"
+}
+
+# run_limited LIMIT LOG CMD...: CMD in a new session, output to LOG;
+# after LIMIT seconds the whole session is killed. Returns 124 then.
+run_limited() {
+	local limit="$1" out="$2" pid waited=0; shift 2
+	setsid "$@" >"$out" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$waited" -ge $((limit * 10)) ]; then
+			kill -TERM -- "-$pid" 2>/dev/null; sleep 2; kill -KILL -- "-$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return 124
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	wait "$pid"
+}
+
 run_integration() {
-	local t
+	local t name limit rc
 	for t in "$root"/tests/integration/test_*.sh; do
 		[ -f "$t" ] || continue
-		echo "== integration $(basename "$t")"
-		PMETRICS="$root/pmetrics" BUILD="$build" ROOT="$root" bash "$t" 2>&1 | tee "$log"
+		name=$(basename "$t")
+		limit=$(test_limit "$t")
+		echo "== integration $name"
+		PMETRICS="$root/pmetrics" BUILD="$build" ROOT="$root" run_limited "$limit" "$log" bash "$t"
+		rc=$?
+		cat "$log"
 		passed=$((passed + $(grep -c '^PASS ' "$log")))
 		failed=$((failed + $(grep -c '^FAIL ' "$log")))
 		skipped=$((skipped + $(grep -c '^SKIP ' "$log")))
+		if [ "$rc" -eq 124 ]; then
+			echo "FAIL $name: timed out after $limit s (killed with everything it started)"
+			failed=$((failed + 1))
+		fi
 	done
 }
 
@@ -75,6 +113,7 @@ run_units() {
 
 case "$what" in
 unit) run_units ;;
+unit-asan) run_unit_dir "$build/asan/tests" unit-asan ;;
 integration) run_integration ;;
 *) run_units; run_integration ;;
 esac
