@@ -74,3 +74,32 @@ starts_within() {
 	awk -F, -v lo="$2" -v hi="$3" \
 		'{ n++; if ($2 < lo || $2 > hi) bad++ } END { exit !(n > 0 && bad == 0) }' "$1"
 }
+
+# expect_error NAME CODE PATTERN [-x PATH] [-e VAR=VALUE]... -- COMMAND...
+# The one shape of every bad-input check: COMMAND (with each VAR=VALUE in
+# its environment) exits CODE and prints exactly one line, stdout and
+# stderr together (libbpf's own "libbpf:" log lines aside), matching the
+# extended regex PATTERN; PATH, when given, does not exist afterwards (a
+# failed start leaves nothing behind).
+expect_error() {
+	local name="$1" code="$2" pattern="$3" absent="" envs=() out rc lines
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		case "$1" in
+		-x) absent="$2"; shift 2 ;;
+		-e) envs+=("$2"); shift 2 ;;
+		*) echo "expect_error: bad argument $1" >&2; return 2 ;;
+		esac
+	done
+	shift
+	t_begin "$name"
+	out="$T_TMP/expect_error.out"
+	env ${envs[@]+"${envs[@]}"} "$@" >"$out" 2>&1
+	rc=$?
+	lines=$(grep -vc '^libbpf:' "$out")
+	if [ "$rc" -ne "$code" ]; then t_fail "exit $rc, want $code: $(head -c 400 "$out")"
+	elif [ "$lines" -ne 1 ]; then t_fail "$lines lines, want 1: $(head -c 400 "$out")"
+	elif ! grep -v '^libbpf:' "$out" | grep -Eq -- "$pattern"; then t_fail "no '$pattern' in: $(cat "$out")"
+	elif [ -n "$absent" ] && [ -e "$absent" ]; then t_fail "left $absent behind"
+	else t_pass; fi
+}

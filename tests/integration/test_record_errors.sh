@@ -4,30 +4,21 @@
 source "$ROOT/tests/integration/lib.sh"
 SP="$PROGS/spanprog"
 
-# expect_error NAME CODE PATTERN ARGS...: pmetrics ARGS exits CODE and its
-# stderr is one line matching PATTERN.
-expect_error() {
-	local name="$1" code="$2" pattern="$3"; shift 3
-	t_begin "$name"
-	"$PMETRICS" "$@" >/dev/null 2>"$T_TMP/err"
-	local rc=$?
-	local lines; lines=$(grep -vc '^libbpf:' "$T_TMP/err")
-	if [ $rc -eq "$code" ] && [ "$lines" -eq 1 ] && grep -Eq "$pattern" "$T_TMP/err"; then t_pass
-	else t_fail "rc $rc (want $code), $lines lines: $(cat "$T_TMP/err")"; fi
-}
+# err NAME CODE PATTERN ARGS...: pmetrics ARGS fails with one line.
+err() { local n="$1" c="$2" p="$3"; shift 3; expect_error "$n" "$c" "$p" -- "$PMETRICS" "$@"; }
 
 out="$T_TMP/never-created/sub"
-expect_error "malformed --probe" 2 "bad --probe 'NOEQUALS': expected STATE=TARGET" record -o "$out" --probe NOEQUALS -- true
-expect_error "bad state name" 2 "bad state name 'BAD-STATE'" record -o "$out" --probe BAD-STATE=:f -- true
-expect_error "malformed target" 2 "expected BINARY:SYMBOL" record -o "$out" --probe S=nocolon -- true
-expect_error "malformed py: spec" 2 "expected py:MODULE:QUALNAME" record -o "$out" --probe S=py:mod -- true
-expect_error "bad --duration" 2 "bad --duration '10': use a number with a unit" record -o "$out" --duration 10 --probe S=:f -- true
-expect_error "duplicate STATE/TARGET" 2 "given twice" record -o "$out" --probe S=:f --probe S=:f -- true
-expect_error "no target" 2 "no target: give --pid PID or -- COMMAND" record -o "$out" --probe S=:f
-expect_error "no probes" 2 "no probes" record -o "$out" -- true
-expect_error "both --pid and a command" 2 "either --pid or a command" record -o "$out" --pid 1 --probe S=:f -- true
-expect_error "unknown option" 2 "unknown option --frobnicate" record --frobnicate
-expect_error "unknown command" 2 "unknown command 'recrod'" recrod
+err "malformed --probe" 2 "bad --probe 'NOEQUALS': expected STATE=TARGET" record -o "$out" --probe NOEQUALS -- true
+err "bad state name" 2 "bad state name 'BAD-STATE'" record -o "$out" --probe BAD-STATE=:f -- true
+err "malformed target" 2 "expected BINARY:SYMBOL" record -o "$out" --probe S=nocolon -- true
+err "malformed py: spec" 2 "expected py:MODULE:QUALNAME" record -o "$out" --probe S=py:mod -- true
+err "bad --duration" 2 "bad --duration '10': use a number with a unit" record -o "$out" --duration 10 --probe S=:f -- true
+err "duplicate STATE/TARGET" 2 "given twice" record -o "$out" --probe S=:f --probe S=:f -- true
+err "no target" 2 "no target: give --pid PID or -- COMMAND" record -o "$out" --probe S=:f
+err "no probes" 2 "no probes" record -o "$out" -- true
+err "both --pid and a command" 2 "either --pid or a command" record -o "$out" --pid 1 --probe S=:f -- true
+err "unknown option" 2 "unknown option --frobnicate" record --frobnicate
+err "unknown command" 2 "unknown command 'recrod'" recrod
 
 t_begin "usage errors create no output directory"
 if [ ! -e "$T_TMP/never-created" ]; then t_pass; else t_fail "directory created"; fi
@@ -36,16 +27,16 @@ if [ "$(id -u)" -ne 0 ]; then
 	t_begin "run-time errors"; t_skip "need root to reach the BPF stage"; exit 0
 fi
 
-expect_error "no such PID" 1 "no process with PID 4194000" record -o "$out" --pid 4194000 --probe S=:f
-expect_error "symbol not found lists close names" 1 "no function 'pm_sleep' in .*close names: .*pm_sleep_ms" \
+err "no such PID" 1 "no process with PID 4194000" record -o "$out" --pid 4194000 --probe S=:f
+err "symbol not found lists close names" 1 "no function 'pm_sleep' in .*close names: .*pm_sleep_ms" \
 	record -o "$out" --probe S=:pm_sleep -- "$SP" first
-expect_error "binary not mapped by the target" 1 "libnothere.so is not a library found for" \
+err "binary not mapped by the target" 1 "libnothere.so is not a library found for" \
 	record -o "$out" --probe S=libnothere.so:f -- "$SP" first
-expect_error "absolute binary missing" 1 "binary /no/such/bin: No such file" \
+err "absolute binary missing" 1 "binary /no/such/bin: No such file" \
 	record -o "$out" --probe S=/no/such/bin:f -- "$SP" first
-expect_error "command not found" 1 "command not found: no-such-command-xyz" \
+err "command not found" 1 "command not found: no-such-command-xyz" \
 	record -o "$out" --probe S=:f -- no-such-command-xyz
-expect_error "--btf file missing" 1 "cannot read --btf /no/btf" \
+err "--btf file missing" 1 "cannot read --btf /no/btf" \
 	record -o "$out" --btf /no/btf --probe S=:pm_first -- "$SP" first
 
 t_begin "failed starts leave no files or directories behind"
@@ -57,7 +48,7 @@ keep=$(fresh_dir); printf 'A,1,2\n' >"$keep/robot_context_data"
 if [ "$(cat "$keep/robot_context_data")" = "A,1,2" ] && [ ! -e "$keep/robot_context_data_headers" ]; then t_pass
 else t_fail "$(ls "$keep")"; fi
 
-expect_error "output directory not writable (read-only file)" 1 "cannot create output directory .*pick another with -o" \
+err "output directory not writable (read-only file)" 1 "cannot create output directory .*pick another with -o" \
 	record -o /proc/version/sub --probe S=:pm_first -- "$SP" first
 
 t_begin "not root: a clear error naming the capabilities"
