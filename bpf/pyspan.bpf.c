@@ -6,17 +6,15 @@
  * lookup); only a code object never seen before has its names read and
  * compared. A matched plain call is timed from entry to return; a matched
  * coroutine or generator from its first entry to the return that leaves
- * it finished, across every suspension, keyed by its frame's address. */
+ * it finished, across every suspension, keyed by its frame's address.
+ * Calls wait for their return on the span engine's per-thread stack
+ * (call_stack.bpf.h); the hooks see the returns of untimed calls too. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "span.h"
-#include "pyspan_event.h"
-#include "resources.h"
-#include "task_counters.bpf.h"
-#include "rss_peak.bpf.h"
-#include "return_sp.bpf.h"
+#include "call_stack.bpf.h"
+#include "pyspan_config.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -24,38 +22,13 @@ const volatile __u32 targ_tgid = 0;
 const volatile __u32 n_probes = 0;
 const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
-/* --resources: each span also carries its thread's counters (struct
- * span_resource_event, as native spans do). */
-const volatile bool with_resources = false;
-/* The ring's size (--ringbuf-size), for the wake-up threshold. */
-const volatile __u64 ringbuf_bytes = PYSPAN_RINGBUF_BYTES;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
-
-struct pending_call {
-	__u64 sp;       /* stack pointer at entry: identifies the return */
-	__u64 frame;    /* coroutine key (frame address) */
-	__u64 gen;      /* coroutine hook: the generator object */
-	__u64 start_ns; /* plain calls */
-	__u32 idx;      /* probe index */
-	__u32 is_gen;
-};
-
-struct thread_calls {
-	__u32 depth;
-	__u32 pad;
-	struct pending_call call[SPAN_MAX_DEPTH];
-};
 
 struct scratch {
 	char want[PYSPAN_STR_MAX];
 	char got[PYSPAN_STR_MAX];
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, PYSPAN_RINGBUF_BYTES);
-} py_events SEC(".maps");
 
 /* A code object's address alone is not an identity: the interpreter
  * frees code objects (a module's body after import, a reloaded module)
@@ -74,13 +47,6 @@ struct {
 	__type(value, __u32);
 } code_cache SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, PYSPAN_MAX_THREADS);
-	__type(key, __u32);
-	__type(value, struct thread_calls);
-} threads SEC(".maps");
-
 /* LRU: a coroutine whose end we never see (closed by a path we do not
  * hook, a lost return) must not fill the table for good. */
 struct {
@@ -90,29 +56,6 @@ struct {
 	__type(value, struct open_coro);
 } open_coros SEC(".maps");
 
-/* with_resources: the counters of the thread a timed call started on,
- * keyed by its frame (live until the call ends). LRU: a call whose end
- * is never seen must not keep its slot. */
-struct span_start {
-	struct resource_thread_snapshot snap;
-	__u32 tid;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PYSPAN_MAX_OPEN_CORO);
-	__type(key, __u64);
-	__type(value, struct span_start);
-} span_starts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PYSPAN_CNT_MAX_ALL);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PYSPAN_MAX_PROBES * PYSPAN_PC_MAX);
@@ -120,32 +63,12 @@ struct {
 	__type(value, __u64);
 } probe_counters SEC(".maps");
 
-/* Zeroed initial value for a thread's call stack (too big for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct thread_calls);
-} empty_calls SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_buf SEC(".maps");
-
-static __always_inline void count_n(__u32 which, __u64 n)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-	if (c)
-		*c += n;
-}
-
-static __always_inline void count(__u32 which)
-{
-	count_n(which, 1);
-}
 
 static __always_inline void count_probe(__u32 idx, __u32 kind)
 {
@@ -321,56 +244,30 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
 	return value;
 }
 
-/* with_resources: a timed call begins on this thread. */
-static __always_inline void resources_begin(__u64 frame, __u32 tid)
+/* A Python span's context key: its frame, in its process (a coroutine
+ * may end on another thread than it began on). */
+static __always_inline struct span_context_key frame_context_key(__u64 frame)
 {
-	struct span_start start = { .tid = tid };
+	struct span_context_key k = { .id = frame, .owner = bpf_get_current_pid_tgid() >> 32 };
 
-	if (!with_resources)
-		return;
-	task_snapshot(bpf_get_current_task_btf(), &start.snap);
-	bpf_map_update_elem(&span_starts, &frame, &start, BPF_ANY);
-	rss_peak_open(bpf_get_current_pid_tgid() >> 32, start.snap.rss_pages);
+	return k;
 }
 
-/* The thread's counters now and at the start (when the call ends on the
- * thread it began on: a coroutine resumed elsewhere has no begin), and
- * the process's RSS peak in between. */
-static __always_inline void resources_end(struct span_resource_event *e, __u64 frame, __u32 tid)
+/* A timed call or coroutine begins on this thread. */
+static __always_inline void context_begin(__u64 frame, __u32 tid)
 {
-	struct span_start *start = bpf_map_lookup_elem(&span_starts, &frame);
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct span_context_key k = frame_context_key(frame);
 
-	span_context_finish(e, start && start->tid == tid ? &start->snap : NULL, tgid);
-	if (start) {
-		bpf_map_delete_elem(&span_starts, &frame);
-		rss_peak_close(tgid, 1);
-	}
+	if (engine.resources)
+		span_context_begin(&k, k.owner, tid);
 }
 
+/* The span of probe IDX, begun by thread TID, ends now. */
 static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, __u64 frame)
 {
-	__u32 size = with_resources ? sizeof(struct span_resource_event) : sizeof(struct span_event);
-	__u64 flags = BPF_RB_NO_WAKEUP;
-	struct span_event *e;
+	struct span_context_key k = frame_context_key(frame);
 
-	e = bpf_ringbuf_reserve(&py_events, size, 0);
-	if (!e) {
-		count(SPAN_CNT_RINGBUF_FULL);
-		return;
-	}
-	e->start_ns = start_ns;
-	e->duration_ns = end_ns - start_ns;
-	e->probe_id = probes[idx & (PYSPAN_MAX_PROBES - 1)].probe_id;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
-	e->tid = tid;
-	e->pad = 0;
-	if (with_resources)
-		resources_end((struct span_resource_event *)e, frame, (__u32)bpf_get_current_pid_tgid());
-	/* The consumer polls; wake it only before the ring could fill. */
-	if (bpf_ringbuf_query(&py_events, BPF_RB_AVAIL_DATA) > ringbuf_bytes / 2)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	span_emit(start_ns, end_ns, probes[idx & (PYSPAN_MAX_PROBES - 1)].probe_id, k.owner, tid, &k);
 	count_probe(idx, PYSPAN_PC_SPANS);
 }
 
@@ -417,24 +314,6 @@ static __always_inline bool suspended(__u64 frame)
 	}
 }
 
-static __always_inline struct thread_calls *thread_stack(__u32 tid)
-{
-	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
-	__u32 zero = 0;
-	void *empty;
-
-	if (t)
-		return t;
-	empty = bpf_map_lookup_elem(&empty_calls, &zero);
-	if (!empty)
-		return NULL;
-	bpf_map_update_elem(&threads, &tid, empty, BPF_NOEXIST);
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
-		count(SPAN_CNT_STACK_FULL);
-	return t;
-}
-
 /* A coroutine entry: records the start at the first one. Returns false
  * when this entry must not be tracked. */
 static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 now)
@@ -453,11 +332,11 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 	}
 	if (first_entry(frame)) {
 		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_ANY)) {
-			count(PYSPAN_CNT_CORO_TABLE_FULL);
+			count(SPAN_CNT_CORO_TABLE_FULL);
 			return false;
 		}
 		count_probe(idx, PYSPAN_PC_ENTRIES);
-		resources_begin(frame, tid);
+		context_begin(frame, tid);
 		return true;
 	}
 	open = bpf_map_lookup_elem(&open_coros, &frame);
@@ -467,7 +346,7 @@ static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 
 		 * Remember it once so its end gives no row. */
 		c.start_ns = 0;
 		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_ANY) == 0)
-			count(PYSPAN_CNT_MID_CORO);
+			count(SPAN_CNT_MID_CORO);
 	}
 	return true;
 }
@@ -489,29 +368,26 @@ static __always_inline __u32 frame_verdict(__u64 frame)
 }
 
 /* Remembers a matched call until the return probe with the same stack
- * pointer sees it end. */
+ * pointer sees it end. A plain call's span is the call itself; a
+ * coroutine step is one piece of its coroutine's span. */
 static __always_inline void push_pending(struct pt_regs *ctx, __u32 tid, __u64 frame, __u64 gen,
 					 __u64 now, __u32 idx, bool is_gen)
 {
-	struct thread_calls *t = thread_stack(tid);
-	struct pending_call *slot;
+	struct call_stack *st = call_stack_of(tid, bpf_get_current_pid_tgid() >> 32);
+	struct pending_call *call;
+	__u32 depth;
 
-	if (!t)
+	if (!st)
 		return;
-	if (t->depth >= SPAN_MAX_DEPTH) {
-		/* The kernel drops return probes at this depth too. A
-		 * coroutine keeps its start and may still finish later. */
-		count(SPAN_CNT_DEPTH_OVERFLOW);
+	/* At the depth limit a coroutine keeps its start and may still
+	 * finish in a later step. */
+	call = call_stack_push(st, PT_REGS_SP(ctx), now, &depth);
+	if (!call)
 		return;
-	}
-	slot = &t->call[t->depth & (SPAN_MAX_DEPTH - 1)];
-	slot->sp = PT_REGS_SP(ctx);
-	slot->frame = frame;
-	slot->gen = gen;
-	slot->start_ns = now;
-	slot->idx = idx;
-	slot->is_gen = is_gen;
-	t->depth++;
+	call->key = frame;
+	call->aux = gen;
+	call->probe = idx;
+	call->flags = is_gen ? CALL_CORO_STEP : CALL_OWNS_CONTEXT;
 }
 
 SEC("uprobe")
@@ -538,27 +414,28 @@ int py_entry(struct pt_regs *ctx)
 			return 0;
 	} else {
 		count_probe(idx, PYSPAN_PC_ENTRIES);
-		resources_begin(frame, tid);
+		context_begin(frame, tid);
 	}
 	push_pending(ctx, tid, frame, 0, now, idx, is_gen);
 	return 0;
 }
 
-static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
+/* A timed call or coroutine step returned. */
+static __always_inline void finish(const struct pending_call *c, __u32 tid, __u64 now)
 {
 	struct open_coro *open;
-	__u64 frame = c->frame;
+	__u64 frame = c->key;
 
-	if (!c->is_gen) {
-		emit(c->start_ns, now, c->idx, tid, frame);
+	if (!(c->flags & CALL_CORO_STEP)) {
+		emit(c->start_ns, now, c->probe, tid, frame);
 		return;
 	}
 	/* The step function releases a finished generator's frame. */
-	if (c->gen ? read_ptr(c->gen + layout.gen_frame) != 0 : suspended(frame))
+	if (c->aux ? read_ptr(c->aux + layout.gen_frame) != 0 : suspended(frame))
 		return;
 	open = bpf_map_lookup_elem(&open_coros, &frame);
 	if (!open) {
-		count(PYSPAN_CNT_CORO_NO_START);
+		count(SPAN_CNT_CORO_NO_START);
 		return;
 	}
 	if (open->start_ns)
@@ -568,30 +445,16 @@ static __always_inline void finish(struct pending_call *c, __u32 tid, __u64 now)
 
 static __always_inline int pop_pending(struct pt_regs *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
-	__u64 sp = entry_sp_of_return(ctx);
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), depth;
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
+	struct pending_call *call;
 
-	if (!t)
+	if (!st)
 		return 0;
-	for (int i = 0; i < SPAN_MAX_DEPTH; i++) {
-		struct pending_call *top;
-		__u32 d = t->depth;
-
-		if (d == 0 || d > SPAN_MAX_DEPTH)
-			return 0;
-		top = &t->call[(d - 1) & (SPAN_MAX_DEPTH - 1)];
-		if (sp < top->sp)
-			return 0; /* a deeper, unmatched call returned */
-		t->depth = d - 1;
-		if (sp == top->sp) {
-			finish(top, tid, bpf_ktime_get_ns());
-			return 0;
-		}
-		/* Its return was never seen (lost return probe, unwinding):
-		 * drop it rather than guess a duration. */
-		count(SPAN_CNT_UNWOUND);
-	}
+	call = call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
+	if (call)
+		finish(call, tid, now);
 	return 0;
 }
 
@@ -605,15 +468,15 @@ int py_return(struct pt_regs *ctx)
  * gen_send_ex2 the compiler did not inline): the outermost one times it. */
 static __always_inline bool step_already_pending(__u32 tid, __u64 gen)
 {
-	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
 	__u32 d;
 
-	if (!t)
+	if (!st)
 		return false;
-	d = t->depth;
+	d = st->depth;
 	if (d == 0 || d > SPAN_MAX_DEPTH)
 		return false;
-	return t->call[(d - 1) & (SPAN_MAX_DEPTH - 1)].gen == gen;
+	return st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].aux == gen;
 }
 
 /* Coroutine hook (3.8-3.10): every step of a generator or coroutine goes
@@ -646,13 +509,6 @@ int py_gen_return(struct pt_regs *ctx)
 	return pop_pending(ctx);
 }
 
-/* Attached only with_resources (see bpf/rss_peak.bpf.h). */
-SEC("tp_btf/rss_stat")
-int BPF_PROG(py_rss_stat, struct mm_struct *mm, int member)
-{
-	return rss_peak_on_change(mm);
-}
-
 /* 3.8-3.10: the def statement passes code and qualname together. */
 SEC("uprobe")
 int py_make_function(struct pt_regs *ctx)
@@ -676,19 +532,14 @@ int py_make_function(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A thread of the target that exits with calls pending never returns
+ * from them. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(py_thread_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct thread_calls *t;
 
-	if ((id >> 32) != targ_tgid)
-		return 0;
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
-		return 0;
-	count_n(SPAN_CNT_THREAD_EXIT, t->depth);
-	bpf_map_delete_elem(&threads, &tid);
+	if ((id >> 32) == targ_tgid)
+		call_stack_thread_exit((__u32)id);
 	return 0;
 }

@@ -9,7 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
-#include "resources.h"
+#include "resource_records.h"
 #include "task_counters.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* CO-RE shims for reading a task's own scheduling and memory counters,
  * shared by the resource sampler (bpf/resources.bpf.c) and the per-span
- * resource context (bpf/span.bpf.c). Include after vmlinux.h and
- * include/resources.h. */
+ * resource context (bpf/span_context.bpf.h). Include after vmlinux.h and
+ * include/resource_records.h. */
 #ifndef PMETRICS_TASK_COUNTERS_BPF_H
 #define PMETRICS_TASK_COUNTERS_BPF_H
 

@@ -1,13 +1,14 @@
-/* Python function spans (issue 3): finds the interpreter, picks the
- * struct layout of its version, loads bpf/pyspan.bpf.c with the probe
- * table as read-only data and attaches it to the frame evaluation. */
+// SPDX-License-Identifier: MIT
+/* Python function spans: finds the interpreter, picks the struct layout
+ * of its version, loads bpf/pyspan.bpf.c with the probe table as
+ * read-only data and attaches it to the frame evaluation. */
 #include "pyspan.h"
-#include "pyspan_event.h"
+#include "pyspan_config.h"
 #include "python_elf.h"
 #include "python_probe.h"
 #include "percpu_counter.h"
 #include "elf_symbols.h"
-#include "span.h"
+#include "span_engine.h"
 #include "pyspan.skel.h"
 
 #include <bpf/bpf.h>
@@ -18,16 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
-_Static_assert((int)PYSPAN_CNT_CORO_TABLE_FULL == (int)SPAN_CNT_MAX,
-	       "pyspan counters continue span.h's");
-
 /* Generator step functions hooked at most (see gen_step_symbols). */
 #define GEN_STEP_MAX 7
 
+#define WHAT "the Python span tracer"
+
 struct pyspan {
 	struct pyspan_bpf *skel;
-	struct bpf_link *links[2 * GEN_STEP_MAX + 3];
-	int n_links;
+	struct bpf_links links;
 	struct python_interp interp;
 	bool gen_hook;          /* coroutine hook on the generator step function */
 	bool def_hook;          /* uprobe on PyFunction_NewWithQualName */
@@ -199,24 +198,6 @@ static int find_interp(const struct pyspan_target *t, struct python_interp *out)
 	return ret;
 }
 
-/* Keeps LINK for pyspan_close(); WHAT names it in the error. */
-static int keep_link(struct pyspan *p, struct bpf_link *link, const char *what)
-{
-	int rc;
-
-	if (!link) {
-		rc = -errno;
-		fprintf(stderr, "pmetrics: cannot attach %s: %s\n", what, strerror(-rc));
-		return rc;
-	}
-	if (p->n_links == (int)(sizeof(p->links) / sizeof(p->links[0]))) {
-		bpf_link__destroy(link);
-		return -E2BIG;
-	}
-	p->links[p->n_links++] = link;
-	return 0;
-}
-
 /* The file offset of SYM in the interpreter. -ENOENT is reported only
  * when REQUIRED (an optional hook point may not exist in this build). */
 static int symbol_offset(const struct pyspan *p, const char *sym, bool required, uint64_t *off)
@@ -239,8 +220,8 @@ static int attach_uprobe(struct pyspan *p, struct bpf_program *prog, bool ret_pr
 	char what[128];
 
 	snprintf(what, sizeof(what), "a %s to %s", ret_probe ? "uretprobe" : "uprobe", sym);
-	return keep_link(p, bpf_program__attach_uprobe(prog, ret_probe, pid, p->interp.path,
-						       (size_t)off), what);
+	return bpf_links_add(&p->links, bpf_program__attach_uprobe(prog, ret_probe, pid,
+								    p->interp.path, (size_t)off), what);
 }
 
 /* The functions that run a generator or coroutine step on 3.8-3.10, each
@@ -362,19 +343,18 @@ static int attach_def_hook(struct pyspan *p, const struct pyspan_target *t)
 	return rc ? rc : attach_uprobe(p, p->skel->progs.py_make_function, false, t->pid, sym, off);
 }
 
-static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
-			   const struct pyspan_layout *layout)
+/* Read-only data, map sizes and which programs load. */
+static int configure(struct pyspan *p, const struct pyspan_target *t,
+		     const struct pyspan_layout *layout)
 {
-	struct pyspan_bpf *skel;
-	int rc;
+	struct pyspan_bpf *skel = p->skel;
+	struct span_engine_opts engine = {
+		.ringbuf_bytes = t->ringbuf_bytes,
+		.resources = t->resources,
+		/* the hooks also see the returns of calls never timed */
+		.returns_need_entry = false,
+	};
 
-	skel = pyspan_bpf__open();
-	if (!skel) {
-		rc = errno ? -errno : -ENOMEM;
-		fprintf(stderr, "pmetrics: cannot open the Python span BPF object: %s\n", strerror(-rc));
-		return rc;
-	}
-	p->skel = skel;
 	skel->rodata->targ_tgid = (__u32)t->pid;
 	skel->rodata->n_probes = (__u32)p->n_probes;
 	memcpy((void *)&skel->rodata->layout, layout, sizeof(*layout));
@@ -386,30 +366,30 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	 * per def, lambda or closure either. */
 	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
 	bpf_program__set_autoload(skel->progs.py_make_function, p->def_hook);
-	skel->rodata->with_resources = t->resources;
-	if (t->ringbuf_bytes) {
-		skel->rodata->ringbuf_bytes = t->ringbuf_bytes;
-		bpf_map__set_max_entries(skel->maps.py_events, (__u32)t->ringbuf_bytes);
-	}
-	bpf_program__set_autoload(skel->progs.py_rss_stat, t->resources);
 	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
 	bpf_program__set_autoload(skel->progs.py_gen_return, p->gen_hook);
-	rc = pyspan_bpf__load(skel);
-	if (rc) {
-		fprintf(stderr, "pmetrics: cannot load the Python span BPF programs: %s "
-			"(run as root on a kernel with BPF and uprobes)\n", strerror(-rc));
+	return span_engine_configure(skel->obj, &skel->rodata->engine, &engine, WHAT);
+}
+
+static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
+			   const struct pyspan_layout *layout)
+{
+	int rc;
+
+	p->skel = bpf_loader_opened(pyspan_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+	if (!p->skel)
+		return -EINVAL;
+	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->skel->obj, WHAT)))
 		return rc;
-	}
 	if ((rc = attach_hooks(p, t)))
 		return rc;
 	if (p->def_hook && (rc = attach_def_hook(p, t)))
 		return rc;
-	if (t->resources &&
-	    (rc = keep_link(p, bpf_program__attach(skel->progs.py_rss_stat), "the rss_stat tracepoint")))
+	if ((rc = span_engine_attach(p->skel->obj, &p->links)))
 		return rc;
-	return keep_link(p, bpf_program__attach(skel->progs.py_thread_exit), "the thread-exit tracepoint");
+	return bpf_links_attach(&p->links, p->skel->progs.py_thread_exit, "the thread-exit tracepoint");
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
@@ -467,14 +447,9 @@ fail:
 	return rc;
 }
 
-int pyspan_ringbuf_fd(const struct pyspan *p)
+struct bpf_object *pyspan_object(const struct pyspan *p)
 {
-	return bpf_map__fd(p->skel->maps.py_events);
-}
-
-__u64 pyspan_counter(const struct pyspan *p, __u32 which)
-{
-	return percpu_counter_sum(bpf_map__fd(p->skel->maps.counters), which);
+	return p->skel->obj;
 }
 
 __u64 pyspan_probe_counter(const struct pyspan *p, int idx, __u32 kind)
@@ -529,18 +504,6 @@ static __u64 open_coroutines(const struct pyspan *p)
 
 void pyspan_summary(const struct pyspan *p, FILE *out)
 {
-	static const char *lost_names[PYSPAN_CNT_MAX_ALL] = {
-		[SPAN_CNT_RINGBUF_FULL] = "ring buffer full",
-		[SPAN_CNT_DEPTH_OVERFLOW] = "nesting deeper than 64",
-		[SPAN_CNT_THREAD_EXIT] = "open when the thread exited",
-		[SPAN_CNT_UNWOUND] = "return never seen: deeper than the kernel's 64 pending "
-				      "returns per thread, or unwound",
-		[SPAN_CNT_NO_ENTRY] = "return without entry",
-		[SPAN_CNT_STACK_FULL] = "too many threads",
-		[PYSPAN_CNT_CORO_TABLE_FULL] = "too many open coroutines",
-		[PYSPAN_CNT_MID_CORO] = "coroutines started before pmetrics attached",
-		[PYSPAN_CNT_CORO_NO_START] = "coroutine ends whose start was lost",
-	};
 	__u64 n;
 
 	if (!p)
@@ -556,20 +519,13 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 	if (n)
 		fprintf(out, "pmetrics: python spans open at the end: %llu coroutine(s) still running "
 			"(no row)\n", (unsigned long long)n);
-	for (__u32 c = 0; c < PYSPAN_CNT_MAX_ALL; c++) {
-		n = pyspan_counter(p, c);
-		if (n && lost_names[c])
-			fprintf(out, "pmetrics: python spans lost: %llu (%s)\n",
-				(unsigned long long)n, lost_names[c]);
-	}
 }
 
 void pyspan_close(struct pyspan *p)
 {
 	if (!p)
 		return;
-	for (int i = p->n_links - 1; i >= 0; i--)
-		bpf_link__destroy(p->links[i]);
+	bpf_links_destroy(&p->links);
 	pyspan_bpf__destroy(p->skel);
 	free(p);
 }

@@ -1,13 +1,16 @@
-/* Python function spans (issue 3): times py:MODULE:QUALNAME functions of
- * a CPython process from uprobes on the interpreter's frame evaluation.
- * Emits struct span_event (include/span.h) into its own ring buffer,
- * which the record loop drains with the native spans. */
+/* SPDX-License-Identifier: MIT */
+/* Python function spans: times py:MODULE:QUALNAME functions of a CPython
+ * process from uprobes on the interpreter's frame evaluation. Emits
+ * struct span_event (include/span_event.h) into its span engine's ring
+ * buffer, which the record loop drains with the native spans. */
 #ifndef PMETRICS_PYSPAN_H
 #define PMETRICS_PYSPAN_H
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
+
+struct bpf_object;
 
 struct py_probe {
 	unsigned int probe_id; /* span_event.probe_id to emit */
@@ -27,9 +30,9 @@ struct pyspan_target {
 	 * only coroutines and generators are timed. */
 	bool coroutine_hook;
 	/* Each span also carries its thread's scheduling and memory counters
-	 * (struct span_resource_event, include/resources.h). */
+	 * (struct span_resource_event, include/resource_records.h). */
 	bool resources;
-	/* Size of the span ring buffer (a power of 2); 0: 256 KiB. */
+	/* Size of the span ring buffer (a power of 2). */
 	unsigned long long ringbuf_bytes;
 };
 
@@ -41,9 +44,10 @@ struct pyspan;
  * warning per probe the detected version cannot see. */
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 		const struct py_probe *probes, int n_probes);
-/* The ring buffer map fd carrying struct span_event. */
-int pyspan_ringbuf_fd(const struct pyspan *p);
-/* Per-probe warnings for functions never seen, lost/discarded counts. */
+/* The span engine's object: ring buffer, counters, open calls. */
+struct bpf_object *pyspan_object(const struct pyspan *p);
+/* Per-probe span counts and warnings for functions never seen, and the
+ * coroutines still running at the end. */
 void pyspan_summary(const struct pyspan *p, FILE *out);
 void pyspan_close(struct pyspan *p);
 

@@ -17,14 +17,15 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
+#include "bpf_loader.h"
 #include "elf_symbols.h"
-#include "resource_notify.h"
-#include "resources.h"
-#include "span_resources.h"
 #include "pyspan.h"
-#include "pyspan_event.h"
+#include "pyspan_config.h"
+#include "resources.h"
+#include "sd_notify.h"
+#include "span.h"
+#include "span_resources.h"
 #include "span_stats.h"
-#include "span_tracer.h"
 #include "target.h"
 #include "wall_clock.h"
 
@@ -85,12 +86,6 @@ static void verbose(const struct record_opts *o, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	(void)level;
-	return vfprintf(stderr, fmt, ap);
-}
-
 /* ---- checks before anything is touched ------------------------------ */
 
 static bool has_capability(const struct __user_cap_data_struct data[2], int cap)
@@ -113,15 +108,15 @@ static int check_privileges(void)
 	return -1;
 }
 
+/* The BPF objects need the kernel's BTF: its own, or --btf FILE (which
+ * bpf_loader_init() checks). */
 static int check_btf(const struct record_opts *o)
 {
-	if (o->btf_path) {
-		if (access(o->btf_path, R_OK) == 0)
-			return 0;
-		fail("cannot read --btf %s: %s", o->btf_path, strerror(errno));
+	struct bpf_loader_settings loader = { .btf_path = o->btf_path, .verbose = o->verbose };
+
+	if (bpf_loader_init(&loader))
 		return -1;
-	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+	if (o->btf_path || access("/sys/kernel/btf/vmlinux", R_OK) == 0)
 		return 0;
 	fail("this kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel "
 	     "built with CONFIG_DEBUG_INFO_BTF=y, or pass --btf FILE with this kernel's BTF");
@@ -219,22 +214,14 @@ static int load_tracer(struct session *s)
 	struct span_tracer_opts topts = {
 		.follow_children = o->follow_children,
 		.ringbuf_bytes = o->ringbuf_bytes,
-		.btf_path = o->btf_path,
 		.empty_probes = o->bench_floor,
 		.resources = o->resources,
 	};
-	int ret = span_tracer_load(&s->spans, &topts);
 
-	if (ret) {
-		fail("cannot load the BPF span tracer: %s%s", strerror(-ret),
-		     o->verbose ? "" : " (run with -v for libbpf's log)");
+	if (span_tracer_load(&s->spans, &topts) ||
+	    span_tracer_add_process(s->spans, s->target.pid) ||
+	    span_tracer_attach_tracking(s->spans))
 		return -1;
-	}
-	if (span_tracer_add_process(s->spans, s->target.pid) ||
-	    span_tracer_attach_tracking(s->spans)) {
-		fail("cannot attach the fork/exit tracepoints: %s", strerror(errno));
-		return -1;
-	}
 	return 0;
 }
 
@@ -336,8 +323,9 @@ static int open_csv(struct session *s)
 		fail("%s", err);
 		return -1;
 	}
-	s->rb = ring_buffer__new(span_tracer_ringbuf_fd(s->spans), on_span, s, NULL);
-	if (!s->rb || (s->py && ring_buffer__add(s->rb, pyspan_ringbuf_fd(s->py), on_span, s))) {
+	s->rb = ring_buffer__new(span_engine_ringbuf_fd(span_tracer_object(s->spans)), on_span, s, NULL);
+	if (!s->rb || (s->py && ring_buffer__add(s->rb, span_engine_ringbuf_fd(pyspan_object(s->py)),
+						 on_span, s))) {
 		fail("cannot open the span ring buffer: %s", strerror(errno));
 		return -1;
 	}
@@ -373,7 +361,7 @@ static bool target_done(struct session *s)
 	return target_reap(&s->target);
 }
 
-/* ---- resource sampling (issue 4) -------------------------------------- */
+/* ---- resource sampling ------------------------------------------------ */
 
 /* Opens the sampler (BPF iterator + its CSV files) for --resources: the
  * whole system, or the target and its children. */
@@ -538,30 +526,51 @@ static void print_state_summary(const struct session *s)
 	}
 }
 
-static void print_summary(const struct session *s, const char *why, uint64_t elapsed_ns)
+/* The span engines' counters: the native tracer's and the Python one's,
+ * summed, then what only Python spans count. */
+static void print_losses(const struct session *s)
 {
 	const uint64_t *c = s->counters;
-	uint64_t open_calls = s->open_at_end;
 
+	fprintf(stderr, "  lost spans: %llu (%s), %llu (%s), %llu (rows not written)\n",
+		(unsigned long long)c[SPAN_CNT_RINGBUF_FULL], span_counter_name(SPAN_CNT_RINGBUF_FULL),
+		(unsigned long long)c[SPAN_CNT_DEPTH_OVERFLOW], span_counter_name(SPAN_CNT_DEPTH_OVERFLOW),
+		(unsigned long long)csv_file_dropped(s->csv));
+	fprintf(stderr, "  open calls discarded: %llu (still running at end), %llu (%s), %llu (%s)\n",
+		(unsigned long long)s->open_at_end,
+		(unsigned long long)c[SPAN_CNT_THREAD_EXIT], span_counter_name(SPAN_CNT_THREAD_EXIT),
+		(unsigned long long)c[SPAN_CNT_UNWOUND], span_counter_name(SPAN_CNT_UNWOUND));
+	if (c[SPAN_CNT_STACK_FULL] || c[SPAN_CNT_NO_ENTRY] || s->spans_other)
+		fprintf(stderr, "  other: %llu %s, %llu %s, %llu malformed events\n",
+			(unsigned long long)c[SPAN_CNT_STACK_FULL], span_counter_name(SPAN_CNT_STACK_FULL),
+			(unsigned long long)c[SPAN_CNT_NO_ENTRY], span_counter_name(SPAN_CNT_NO_ENTRY),
+			(unsigned long long)s->spans_other);
+	for (int k = SPAN_CNT_CORO_TABLE_FULL; k < SPAN_CNT_MAX; k++)
+		if (c[k])
+			fprintf(stderr, "pmetrics: python spans lost: %llu (%s)\n",
+				(unsigned long long)c[k], span_counter_name(k));
+}
+
+static void print_summary(const struct session *s, const char *why, uint64_t elapsed_ns)
+{
 	fprintf(stderr, "pmetrics: %s after %.2fs: %llu rows appended to %s\n", why,
 		(double)elapsed_ns / 1e9, (unsigned long long)csv_file_rows_written(s->csv),
 		csv_file_path(s->csv));
 	print_state_summary(s);
-	fprintf(stderr, "  lost spans: %llu (ring buffer full), %llu (nesting deeper than %d), "
-		"%llu (rows not written)\n",
-		(unsigned long long)c[SPAN_CNT_RINGBUF_FULL],
-		(unsigned long long)c[SPAN_CNT_DEPTH_OVERFLOW], SPAN_MAX_DEPTH,
-		(unsigned long long)csv_file_dropped(s->csv));
-	fprintf(stderr, "  open calls discarded: %llu (still running at end), %llu (thread exited), "
-		"%llu (unwound by longjmp/exception)\n",
-		(unsigned long long)open_calls, (unsigned long long)c[SPAN_CNT_THREAD_EXIT],
-		(unsigned long long)c[SPAN_CNT_UNWOUND]);
-	if (c[SPAN_CNT_STACK_FULL] || c[SPAN_CNT_NO_ENTRY] || s->spans_other)
-		fprintf(stderr, "  other: %llu calls in threads beyond the tracking table, "
-			"%llu returns without a seen entry, %llu malformed events\n",
-			(unsigned long long)c[SPAN_CNT_STACK_FULL],
-			(unsigned long long)c[SPAN_CNT_NO_ENTRY], (unsigned long long)s->spans_other);
+	print_losses(s);
 	pyspan_summary(s->py, stderr);
+}
+
+/* Calls still open and the loss counters, over every span engine, at
+ * the end of the capture. */
+static void read_engines(struct session *s)
+{
+	s->open_at_end = span_engine_open_calls(span_tracer_object(s->spans));
+	span_engine_add_counters(span_tracer_object(s->spans), s->counters);
+	if (s->py) {
+		s->open_at_end += span_engine_open_calls(pyspan_object(s->py));
+		span_engine_add_counters(pyspan_object(s->py), s->counters);
+	}
 }
 
 /* ---- session --------------------------------------------------------- */
@@ -731,7 +740,6 @@ int record_run(const struct record_opts *opts)
 	}
 	s->opts = opts;
 	s->target.pidfd = s->target.release_fd = s->target.exec_error_fd = -1;
-	libbpf_set_print(opts->verbose ? libbpf_log : NULL);
 	install_signal_handlers();
 	if (opts->n_probes == 0) {
 		ret = run_resources_only(s);
@@ -751,8 +759,7 @@ int record_run(const struct record_opts *opts)
 	drain(s);
 	/* before a launched command is stopped, whose open calls would
 	 * otherwise count as dying with their thread */
-	s->open_at_end = span_tracer_open_calls(s->spans);
-	span_tracer_counters(s->spans, s->counters);
+	read_engines(s);
 	stop_launched_command(s);
 	int flushed = csv_file_flush(s->csv);
 	if (flushed && !s->write_error)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pmetrics record: options and the capture session. */
 #ifndef PMETRICS_RECORD_H
 #define PMETRICS_RECORD_H
@@ -9,7 +10,7 @@
 
 #include "csv_writer.h"
 #include "probe_spec.h"
-#include "span.h"
+#include "span_event.h"
 
 #define DEFAULT_OUTPUT_DIR "/data/performance_metrics_data"
 #define DEFAULT_RINGBUF_MB 8
@@ -36,7 +37,7 @@ struct record_opts {
 	enum python_hook python_hook;
 	bool preset_robot_server;
 	bool bench_floor;           /* --bench-floor: empty probes (make bench) */
-	bool resources;             /* --resources (issue 4) */
+	bool resources;             /* --resources: CPU and memory sampling */
 	const char *resource_filters[32];
 	int n_resource_filters;
 	double resource_interval_s; /* 0: from env/default */

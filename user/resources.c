@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* System resource sampling from BPF (issue 4); see resources.h.
+/* System resource sampling from BPF; see resources.h.
  *
  * Per poll: one pass of the BPF task iterator gives every thread's CPU
  * accounting and each process's start time, exec generation and RSS. The
@@ -9,8 +9,9 @@
  * only file read at every poll is /proc/meminfo (MemAvailable, for the
  * memory series). */
 #include "resources.h"
+#include "bpf_loader.h"
 #include "resource_procfs.h"
-#include "../include/resources.h"
+#include "resource_records.h"
 #include "resources.skel.h"
 
 #include <bpf/bpf.h>
@@ -58,6 +59,7 @@ struct proc_entry {
 struct resource_sampler {
 	struct resource_opts opts;
 	struct resources_bpf *skel;
+	struct bpf_links links;
 	struct csv_file *data;
 	struct csv_file *series;
 	uint64_t next_due_ns;
@@ -200,7 +202,7 @@ static int tasks_reserve(struct resource_sampler *s, size_t want)
  * read() may end anywhere, so bytes are gathered and cut into records. */
 static int read_tasks(struct resource_sampler *s)
 {
-	int fd = bpf_iter_create(bpf_link__fd(s->skel->links.resource_tasks));
+	int fd = bpf_iter_create(bpf_link__fd(s->links.links[0]));
 	size_t bytes = 0;
 	int err = 0;
 
@@ -509,42 +511,20 @@ const struct resource_stats *resource_sampler_stats(const struct resource_sample
 
 /* ---- open / close -------------------------------------------------- */
 
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
+#define WHAT "the resource sampler"
 
 static int load_bpf(struct resource_sampler *s)
 {
-	int err;
+	int cpus = libbpf_num_possible_cpus(), err;
 
-	if (!s->opts.verbose)
-		libbpf_set_print(libbpf_quiet);
-	s->skel = resources_bpf__open();
-	if (s->skel) {
-		int cpus = libbpf_num_possible_cpus();
-
-		s->skel->rodata->nr_cpus = cpus > 0 ? (__u32)cpus : 1;
-		if (resources_bpf__load(s->skel) != 0) {
-			resources_bpf__destroy(s->skel);
-			s->skel = NULL;
-		}
-	}
-	if (!s->skel) {
-		err = -errno;
-		fprintf(stderr, "pmetrics: cannot load the resource sampler's BPF program (%s); run as root on a kernel with BTF and task iterators (>= 5.8)\n",
-			strerror(-err));
-		return err;
-	}
-	err = resources_bpf__attach(s->skel);
-	if (err) {
-		fprintf(stderr, "pmetrics: cannot attach the task iterator (%s); run as root\n",
-			strerror(-err));
-		return err;
-	}
-	return 0;
+	s->skel = bpf_loader_opened(resources_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+	if (!s->skel)
+		return -EINVAL;
+	s->skel->rodata->nr_cpus = cpus > 0 ? (__u32)cpus : 1;
+	err = bpf_loader_load(s->skel->obj, WHAT);
+	if (!err)
+		err = bpf_links_attach(&s->links, s->skel->progs.resource_tasks, "the task iterator");
+	return err;
 }
 
 static int open_files(struct resource_sampler *s)
@@ -628,6 +608,7 @@ void resource_sampler_close(struct resource_sampler *s)
 		csv_file_close(s->data);
 	if (s->series)
 		csv_file_close(s->series);
+	bpf_links_destroy(&s->links);
 	resources_bpf__destroy(s->skel);
 	for (int b = 0; b < CACHE_BUCKETS; b++)
 		while (s->cache[b]) {

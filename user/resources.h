@@ -1,5 +1,6 @@
-/* System resource sampling from BPF (issue 4): system_resource_data rows,
- * the memory series, and (later) per-span resource context.
+/* SPDX-License-Identifier: MIT */
+/* System resource sampling from BPF: system_resource_data rows and the
+ * memory series (memory_series_data).
  *
  * Life cycle, driven by the record loop in user/record.c:
  *   resource_opts_from_env() -> flags override -> resource_sampler_open()

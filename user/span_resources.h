@@ -1,4 +1,5 @@
-/* The resource context of every span (issue 4, section 2): the companion
+/* SPDX-License-Identifier: MIT */
+/* The resource context of every span: the companion
  * file robot_context_resources (robot_activity_resources in the activity
  * layout), one row per row of the span file, keyed by the same state name
  * and start time. Written from the span_resource_event records the span
@@ -9,7 +10,7 @@
 #include <stdint.h>
 
 #include "csv_writer.h"
-#include "../include/resources.h"
+#include "resource_records.h"
 
 struct span_resource_writer;
 

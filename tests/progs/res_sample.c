@@ -7,8 +7,9 @@
  *              [--process-filter G]... [--layout context|activity] [-v]
  *
  * Stops after N polls, or on SIGINT/SIGTERM. */
-#include "../../user/resources.h"
-#include "../../user/resource_notify.h"
+#include "resources.h"
+#include "sd_notify.h"
+#include "bpf_loader.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
 		return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	bpf_loader_init(&(struct bpf_loader_settings){ .verbose = opts.verbose });
 	if (resource_sampler_open(&s, &opts) != 0)
 		return 1;
 	sd_notify_ready();

@@ -17,10 +17,10 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "../../user/resources.h"
-#include "../../user/resource_notify.h"
-#include "../../user/resource_procfs.h"
-#include "../../user/span_resources.h"
+#include "resources.h"
+#include "sd_notify.h"
+#include "resource_procfs.h"
+#include "span_resources.h"
 
 #define ENV "OT_SYSTEM_RESOURCE_TRACKER_"
 

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* Resource sampling (issue 4): the records bpf/resources.bpf.c hands to
+/* Resource sampling: the records bpf/resources.bpf.c hands to
  * user/resources.c, and the per-thread counters a span snapshots.
  *
  * At each poll the loader runs the task iterator once (one read() loop on
  * the iterator fd) and gets one struct resource_task per thread in the
  * system: per-process totals are summed in user space, so no /proc file is
  * read per process per tick. */
-#ifndef PMETRICS_RESOURCES_SHARED_H
-#define PMETRICS_RESOURCES_SHARED_H
+#ifndef PMETRICS_RESOURCE_RECORDS_H
+#define PMETRICS_RESOURCE_RECORDS_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
 
-#include "span.h"
+#include "span_event.h"
 
 /* resource_task.flags */
 #define RESOURCE_TASK_LEADER 0x1 /* the thread group leader: group_* valid */

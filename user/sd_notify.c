@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The sd_notify(3) protocol: one datagram with "KEY=VALUE" lines sent to
  * the socket systemd names in $NOTIFY_SOCKET. */
-#include "resource_notify.h"
+#include "sd_notify.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* systemd readiness without libsystemd (Type=notify services). */
-#ifndef PMETRICS_RESOURCE_NOTIFY_H
-#define PMETRICS_RESOURCE_NOTIFY_H
+#ifndef PMETRICS_SD_NOTIFY_H
+#define PMETRICS_SD_NOTIFY_H
 
 /* Sends "READY=1" to $NOTIFY_SOCKET (a unix datagram socket; a leading
  * '@' names an abstract socket). Does nothing when the variable is unset;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What bpf/pyspan.bpf.c and user/pyspan.c share: the CPython struct
- * layout of the traced interpreter (read-only globals set before load),
- * the probe table, and the counters the summary reports. The spans
- * themselves are struct span_event from span.h. */
-#ifndef PMETRICS_PYSPAN_EVENT_H
-#define PMETRICS_PYSPAN_EVENT_H
+/* The read-only configuration bpf/pyspan.bpf.c gets from user/pyspan.c
+ * before load: the CPython struct layout of the traced interpreter and
+ * the probe table; plus the per-probe counters the summary reports. The
+ * spans themselves are struct span_event (span_event.h), and the loss
+ * counters are the span engine's. */
+#ifndef PMETRICS_PYSPAN_CONFIG_H
+#define PMETRICS_PYSPAN_CONFIG_H
 
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
@@ -24,10 +25,6 @@
 #define PYSPAN_CODE_CACHE 16384
 /* Coroutines/generators between first entry and final return. */
 #define PYSPAN_MAX_OPEN_CORO 8192
-/* Threads with a pending matched call. */
-#define PYSPAN_MAX_THREADS 4096
-/* Ring size when the loader names none (record passes --ringbuf-size). */
-#define PYSPAN_RINGBUF_BYTES (256 * 1024)
 
 /* Value of the code cache: probe index in the low bits, flags above. */
 #define PYSPAN_CODE_NO_MATCH 0xffffffffu
@@ -91,14 +88,6 @@ struct open_coro {
 	__u64 code;     /* a frame address reused by another coroutine differs here */
 	__u32 idx;
 	__u32 tid;
-};
-
-/* Counters after span.h's enum span_counter (same per-CPU array). */
-enum pyspan_counter {
-	PYSPAN_CNT_CORO_TABLE_FULL = 6, /* == SPAN_CNT_MAX: no room for an open coroutine */
-	PYSPAN_CNT_MID_CORO,            /* coroutine started before attach: no row */
-	PYSPAN_CNT_CORO_NO_START,       /* finished coroutine whose start was lost */
-	PYSPAN_CNT_MAX_ALL,
 };
 
 /* Per-probe counters (per-CPU array, key = idx * PYSPAN_PC_MAX + kind). */

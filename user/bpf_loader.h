@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The one life cycle of every BPF object pmetrics loads (the span
+ * tracers, the resource sampler): open with the session's options ->
+ * set read-only data, map sizes, autoload -> load -> attach, keeping the
+ * links -> destroy. libbpf's log policy and the open options (a custom
+ * BTF file, the verifier log level) are decided once, at start. */
+#ifndef PMETRICS_BPF_LOADER_H
+#define PMETRICS_BPF_LOADER_H
+
+#include <bpf/libbpf.h>
+#include <stdbool.h>
+
+struct bpf_loader_settings {
+	const char *btf_path; /* --btf: kernel BTF for a kernel without its own */
+	bool verbose;         /* -v: libbpf's own log on stderr */
+};
+
+/* Once, before any object is opened. Returns 0, or -1 after printing a
+ * one-line error (a --btf file that is not BTF). */
+int bpf_loader_init(const struct bpf_loader_settings *s);
+
+/* The options every skeleton is opened with:
+ *   skel = span_bpf__open_opts(bpf_loader_open_opts());
+ * then bpf_loader_opened() reports a failure. */
+const struct bpf_object_open_opts *bpf_loader_open_opts(void);
+/* SKEL itself, or NULL after a one-line error naming WHAT. */
+void *bpf_loader_opened(void *skel, const char *what);
+
+/* Sizes MAP before load; one-line error naming WHAT on failure. */
+int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *what);
+/* Loads OBJ. Returns 0, or -errno after a one-line error naming WHAT. */
+int bpf_loader_load(struct bpf_object *obj, const char *what);
+
+/* The links of one object, destroyed together (newest first). */
+struct bpf_links {
+	struct bpf_link **links;
+	int n, cap;
+};
+
+/* Keeps LINK, the result of a bpf_program__attach*() call: 0, or -errno
+ * after a one-line error saying what could not be attached (WHAT). */
+int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what);
+/* Attaches PROG where its SEC() says (tracepoints, iterators). */
+int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what);
+void bpf_links_destroy(struct bpf_links *l);
+
+#endif

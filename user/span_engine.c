@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+/* User side of the span engine; see span_engine.h. */
+#include "span_engine.h"
+#include "percpu_counter.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#define SPAN_COUNTER_NAME(name, text) [SPAN_CNT_##name] = text,
+static const char *const counter_names[SPAN_CNT_MAX] = { SPAN_COUNTERS(SPAN_COUNTER_NAME) };
+#undef SPAN_COUNTER_NAME
+
+const char *span_counter_name(enum span_counter c)
+{
+	return (unsigned)c < SPAN_CNT_MAX ? counter_names[c] : "?";
+}
+
+static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
+{
+	return bpf_object__find_map_by_name(obj, name);
+}
+
+int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_config *config,
+			  const struct span_engine_opts *o, const char *what)
+{
+	struct bpf_program *rss_stat = bpf_object__find_program_by_name(obj, "span_rss_stat");
+	int err;
+
+	config->resources = o->resources;
+	config->returns_need_entry = o->returns_need_entry;
+	/* The consumer polls; wake it early only once half the ring is used. */
+	config->wakeup_bytes = o->ringbuf_bytes / 2;
+	err = bpf_loader_set_max_entries(engine_map(obj, "spans"), (__u32)o->ringbuf_bytes, what);
+	if (err || o->resources)
+		return err;
+	bpf_program__set_autoload(rss_stat, false);
+	err = bpf_loader_set_max_entries(engine_map(obj, "span_starts"), 1, what);
+	if (!err)
+		err = bpf_loader_set_max_entries(engine_map(obj, "rss_peaks"), 1, what);
+	return err;
+}
+
+int span_engine_attach(struct bpf_object *obj, struct bpf_links *links)
+{
+	struct bpf_program *rss_stat = bpf_object__find_program_by_name(obj, "span_rss_stat");
+
+	if (!bpf_program__autoload(rss_stat))
+		return 0;
+	return bpf_links_attach(links, rss_stat, "the rss_stat tracepoint");
+}
+
+int span_engine_ringbuf_fd(struct bpf_object *obj)
+{
+	return bpf_map__fd(engine_map(obj, "spans"));
+}
+
+void span_engine_add_counters(struct bpf_object *obj, uint64_t sums[SPAN_CNT_MAX])
+{
+	int fd = bpf_map__fd(engine_map(obj, "counters"));
+
+	for (__u32 c = 0; c < SPAN_CNT_MAX; c++)
+		sums[c] += percpu_counter_sum(fd, c);
+}
+
+/* The value of call_stacks is struct call_stack, whose first member is
+ * the depth (a __u32). */
+uint64_t span_engine_open_calls(struct bpf_object *obj)
+{
+	struct bpf_map *map = engine_map(obj, "call_stacks");
+	int fd = bpf_map__fd(map);
+	__u32 key, next, *value = malloc(bpf_map__value_size(map));
+	uint64_t open_calls = 0;
+	void *prev = NULL;
+
+	if (!value)
+		return 0;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, value) == 0)
+			open_calls += value[0];
+		key = next;
+		prev = &key;
+	}
+	free(value);
+	return open_calls;
+}
