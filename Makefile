@@ -44,8 +44,7 @@ DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 # on every architecture (gcc fuses a*b+c on arm64 by default, which moved
 # some SVG coordinates by 0.1 against x86's; see test_analyze_arm64.sh).
 FP_FLAGS := -ffp-contract=off
-PM_CFLAGS := $(CFLAGS) $(WARN) $(FP_FLAGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT) \
-	-DMULTIARCH=\"$(ARCH_UNAME)-linux-gnu\"
+PM_CFLAGS := $(CFLAGS) $(WARN) $(FP_FLAGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUT)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-parameter -Ivmlinux/$(ARCH) -Iinclude $(CLANG_BPF_SYS_INCLUDES)
 

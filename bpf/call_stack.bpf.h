@@ -94,6 +94,20 @@ static __always_inline void count(__u32 which)
 	count_n(which, 1);
 }
 
+/* The current thread's tgid << 32 | tid as the loader numbers them: in
+ * pmetrics' PID namespace when it runs in one (0 when the thread is not
+ * visible there), else the kernel's own. */
+static __always_inline __u64 loader_pid_tgid(void)
+{
+	struct bpf_pidns_info ns = {};
+
+	if (!engine.pidns_ino)
+		return bpf_get_current_pid_tgid();
+	if (bpf_get_ns_current_pid_tgid(engine.pidns_dev, engine.pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	return (__u64)ns.tgid << 32 | ns.pid;
+}
+
 /* How far the stack pointer moves between a function's first instruction
  * and the instruction after its return: x86's `ret` pops the return
  * address the entry saw on top of the stack; arm64 keeps it in the link

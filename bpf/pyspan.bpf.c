@@ -537,9 +537,8 @@ int py_make_function(struct pt_regs *ctx)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(py_thread_exit, struct task_struct *task)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-
-	if ((id >> 32) == targ_tgid)
-		call_stack_thread_exit((__u32)id);
+	/* the target as the loader named it, in its PID namespace */
+	if ((loader_pid_tgid() >> 32) == targ_tgid)
+		call_stack_thread_exit((__u32)bpf_get_current_pid_tgid());
 	return 0;
 }

@@ -23,6 +23,33 @@ struct {
 	__type(value, __u8);
 } traced_tgids SEC(".maps");
 
+/* The targets as the loader named them, when it runs in a PID namespace
+ * of its own (engine.pidns_ino): their kernel tgids are learnt at their
+ * first probe hit or fork, and then kept in traced_tgids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32); /* tgid in the loader's namespace */
+	__type(value, __u8);
+} ns_targets SEC(".maps");
+
+/* Is TGID, the current process, traced? */
+static __always_inline bool traced(__u32 tgid)
+{
+	__u32 ns_tgid;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&traced_tgids, &tgid))
+		return true;
+	if (!engine.pidns_ino)
+		return false;
+	ns_tgid = loader_pid_tgid() >> 32;
+	if (!ns_tgid || !bpf_map_lookup_elem(&ns_targets, &ns_tgid))
+		return false;
+	bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(span_enter)
 {
@@ -31,7 +58,7 @@ int BPF_KPROBE(span_enter)
 	struct pending_call *call;
 	struct call_stack *st;
 
-	if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
+	if (!traced(tgid))
 		return 0;
 	st = call_stack_of(tid, tgid);
 	if (!st)
@@ -97,7 +124,8 @@ int BPF_PROG(span_task_fork, struct task_struct *parent, struct task_struct *chi
 
 	if (!follow_children || child_tgid == parent_tgid)
 		return 0;
-	if (bpf_map_lookup_elem(&traced_tgids, &parent_tgid))
+	/* the parent is the current task */
+	if (traced(parent_tgid))
 		bpf_map_update_elem(&traced_tgids, &child_tgid, &one, BPF_ANY);
 	return 0;
 }

@@ -38,6 +38,12 @@ struct span_engine_config {
 	 * probes). Python hooks also see the returns of untimed calls,
 	 * which are not losses. */
 	__u32 returns_need_entry;
+	/* pmetrics' own PID namespace (st_dev and st_ino of
+	 * /proc/self/ns/pid) when it is not the initial one: the loader
+	 * then names processes by their PIDs there, and BPF, which sees
+	 * initial-namespace PIDs, translates. 0: the initial namespace. */
+	__u64 pidns_dev;
+	__u64 pidns_ino;
 };
 
 /* The loss counters of the span engine and of the tracers around it, in

@@ -203,9 +203,12 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
 	return ret;
 }
 
-static int dynamic_string(const char *path, Elf64_Sxword tag, Elf64_Sxword alt,
+/* The first string of PATH's .dynamic entries of kind TAG that starts
+ * with PREFIX ("" for any). Returns 0, or -1 when there is none. */
+static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
 			  char *out, size_t len)
 {
+	size_t plen = strlen(prefix);
 	char err[256];
 	struct elf_file f;
 	Elf_Scn *scn = NULL;
@@ -214,26 +217,26 @@ static int dynamic_string(const char *path, Elf64_Sxword tag, Elf64_Sxword alt,
 	out[0] = '\0';
 	if (elf_file_open(&f, path, err, sizeof(err)))
 		return -1;
-	while ((scn = elf_nextscn(f.elf, scn))) {
-		GElf_Shdr sh;
+	while (ret && (scn = elf_nextscn(f.elf, scn))) {
 		Elf_Data *data;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC)
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
 			continue;
 		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Dyn dyn;
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
 			const char *s;
-			if (!gelf_getdyn(data, (int)i, &dyn) || (dyn.d_tag != tag && dyn.d_tag != alt))
+			GElf_Dyn dyn;
+
+			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag != tag)
 				continue;
 			s = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val);
-			if (s) {
+			if (s && strncmp(s, prefix, plen) == 0) {
 				snprintf(out, len, "%s", s);
 				ret = 0;
-				if (dyn.d_tag == tag)
-					break;
+				break;
 			}
 		}
-		break;
 	}
 	elf_file_close(&f);
 	return ret;
@@ -241,10 +244,35 @@ static int dynamic_string(const char *path, Elf64_Sxword tag, Elf64_Sxword alt,
 
 int elf_soname(const char *path, char *out, size_t len)
 {
-	return dynamic_string(path, DT_SONAME, DT_SONAME, out, len);
+	return dynamic_string(path, DT_SONAME, "", out, len);
+}
+
+int elf_rpath(const char *path, char *out, size_t len)
+{
+	return dynamic_string(path, DT_RPATH, "", out, len);
 }
 
 int elf_runpath(const char *path, char *out, size_t len)
 {
-	return dynamic_string(path, DT_RUNPATH, DT_RPATH, out, len);
+	return dynamic_string(path, DT_RUNPATH, "", out, len);
+}
+
+int elf_needed(const char *path, const char *prefix, char *out, size_t len)
+{
+	return dynamic_string(path, DT_NEEDED, prefix, out, len);
+}
+
+int elf_machine(const char *path)
+{
+	char err[256];
+	struct elf_file f;
+	GElf_Ehdr eh;
+	int machine = -1;
+
+	if (elf_file_open(&f, path, err, sizeof(err)))
+		return -1;
+	if (gelf_getehdr(f.elf, &eh))
+		machine = eh.e_machine;
+	elf_file_close(&f);
+	return machine;
 }

@@ -1,4 +1,6 @@
-/* Function symbols of ELF files, for placing uprobes. */
+/* SPDX-License-Identifier: MIT */
+/* Function symbols of ELF files, for placing uprobes, and the dynamic
+ * section entries the library resolver needs. */
 #ifndef PMETRICS_ELF_SYMBOLS_H
 #define PMETRICS_ELF_SYMBOLS_H
 
@@ -17,7 +19,16 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
 /* Reads PATH's DT_SONAME into out (empty when absent). Returns 0 or -1. */
 int elf_soname(const char *path, char *out, size_t len);
 
-/* Reads PATH's DT_RUNPATH (or DT_RPATH) into out. Returns 0 or -1. */
+/* Reads PATH's DT_RPATH, DT_RUNPATH into out. Returns 0, or -1 when
+ * absent (the dynamic loader uses DT_RPATH only without DT_RUNPATH). */
+int elf_rpath(const char *path, char *out, size_t len);
 int elf_runpath(const char *path, char *out, size_t len);
+
+/* The first DT_NEEDED name of PATH starting with PREFIX ("libpython").
+ * Returns 0, or -1 when there is none. */
+int elf_needed(const char *path, const char *prefix, char *out, size_t len);
+
+/* PATH's e_machine (EM_X86_64, EM_AARCH64), or -1 when not ELF. */
+int elf_machine(const char *path);
 
 #endif

@@ -189,10 +189,7 @@ static int find_interp(const struct pyspan_target *t, struct python_interp *out)
 	char err[512];
 	int ret;
 
-	if (t->launched)
-		ret = python_interp_of_exe(t->exe_path, out, err, sizeof(err));
-	else
-		ret = python_interp_of_pid(t->pid, out, err, sizeof(err));
+	ret = python_interp_of_view(t->view, out, err, sizeof(err));
 	if (ret)
 		fprintf(stderr, "pmetrics: %s\n", err);
 	return ret;
@@ -208,7 +205,7 @@ static int symbol_offset(const struct pyspan *p, const char *sym, bool required,
 	if (rc == -ENOENT && required)
 		fprintf(stderr, "pmetrics: %s has no symbol %s: not a CPython interpreter, or a "
 			"stripped one; use a CPython with its symbols (e.g. a pyenv build)\n",
-			p->interp.path, sym);
+			p->interp.name, sym);
 	else if (rc && rc != -ENOENT)
 		fprintf(stderr, "pmetrics: %s\n", err);
 	return rc;
@@ -292,7 +289,7 @@ static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 	if (!has_symbol(p, syms[0]) || has_specialised_copy(p, syms[0])) {
 		fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
 			"specialised build): hooking every Python call instead of coroutine steps, "
-			"which costs a trap per call\n", p->interp.path, syms[0]);
+			"which costs a trap per call\n", p->interp.name, syms[0]);
 		return false;
 	}
 	return true;
@@ -422,20 +419,20 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 		goto fail;
 	if (p->interp.free_threaded) {
 		fprintf(stderr, "pmetrics: %s is a free-threaded CPython (%d.%dt), whose objects py: "
-			"probes cannot read; use the default build of Python %d.%d\n", p->interp.path,
+			"probes cannot read; use the default build of Python %d.%d\n", p->interp.name,
 			p->interp.major, p->interp.minor, p->interp.major, p->interp.minor);
 		rc = -ENOTSUP;
 		goto fail;
 	}
 	if (pyspan_layout_for(p->interp.major, p->interp.minor, &layout)) {
 		fprintf(stderr, "pmetrics: %s is Python %d.%d, which py: probes do not support "
-			"(supported: 3.8 to 3.13)\n", p->interp.path, p->interp.major, p->interp.minor);
+			"(supported: 3.8 to 3.13)\n", p->interp.name, p->interp.major, p->interp.minor);
 		rc = -ENOTSUP;
 		goto fail;
 	}
 	if (target->verbose)
-		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s\n", p->interp.major,
-			p->interp.minor, p->interp.path);
+		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (opened as %s)\n",
+			p->interp.major, p->interp.minor, p->interp.name, p->interp.path);
 	rc = load_and_attach(p, target, &layout);
 	if (rc)
 		goto fail;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "library_resolver.h"
+
 struct bpf_object;
 
 struct py_probe {
@@ -20,9 +22,9 @@ struct py_probe {
 
 struct pyspan_target {
 	pid_t pid;            /* traced process (tgid) */
-	const char *exe_path; /* its executable; in launch mode the file it
-			       * will exec, before it has run */
-	bool launched;        /* true: pid has not exec'd yet */
+	/* How it sees the file system; a launched command's view is ours,
+	 * and its executable the file it will exec, before it has run. */
+	const struct target_view *view;
 	bool follow_children;
 	bool verbose;
 	/* Hook coroutine/generator steps instead of every call where the

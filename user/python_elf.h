@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: MIT */
 /* Finding a process's CPython interpreter: the ELF file that holds
  * _PyEval_EvalFrameDefault (libpythonX.Y.so or the executable itself),
- * and the interpreter's version. */
+ * and the interpreter's version. Files are found by the library resolver,
+ * in the target's own view of the file system. */
 #ifndef PMETRICS_PYTHON_ELF_H
 #define PMETRICS_PYTHON_ELF_H
 
@@ -8,8 +10,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "library_resolver.h"
+
 struct python_interp {
-	char path[4096]; /* file to place the uprobes in */
+	char path[4096]; /* file to place the uprobes in (openable from here) */
+	char name[4096]; /* what the target calls it, for messages */
 	int major, minor; /* 3, 10 */
 	bool free_threaded; /* python3.13t: another object layout */
 };
@@ -32,16 +37,14 @@ int python_version_from_file(const char *path, int *major, int *minor, bool *fre
  * libpython ("libpython3.10.so.1.0") in out. Returns 0 or -1. */
 int python_needed_libpython(const char *path, char *out, size_t len);
 
-/* Resolves a DT_NEEDED name the way ld.so would for EXE: its
- * RUNPATH/RPATH ($ORIGIN expanded), LD_LIBRARY_PATH, then the system
- * library directories. Returns 0 with the path in out, or -1. */
-int python_resolve_library(const char *exe, const char *needed, char *out, size_t len);
+/* The interpreter of the target seen through V: for a running process
+ * the libpython it maps, else its executable; for a command not started
+ * yet, the libpython its executable needs (found as ld.so would), else
+ * the executable. Returns 0, or -errno with a one-line reason in err. */
+int python_interp_of_view(const struct target_view *v, struct python_interp *out,
+			  char *err, size_t errlen);
 
-/* The running process PID: the mapped libpython, else its executable. */
-int python_interp_of_pid(pid_t pid, struct python_interp *out, char *err, size_t errlen);
-
-/* An executable about to be run (launch mode): its libpython from
- * DT_NEEDED, else the executable itself. */
+/* The same for an executable about to be run by pmetrics. */
 int python_interp_of_exe(const char *exe, struct python_interp *out, char *err, size_t errlen);
 
 #endif

@@ -177,18 +177,19 @@ static int attach_native_probe(struct session *s, uint32_t id)
 {
 	const struct record_opts *o = s->opts;
 	const struct probe_spec *p = &o->probes[id];
-	char path[PATH_MAX], err[1024], suggest[512];
+	char err[1024], suggest[512];
+	struct resolved_file file;
 	uint64_t offset;
 	pid_t filter = o->follow_children ? -1 : s->target.pid;
 	int ret;
 
-	if (target_resolve_binary(&s->target, p->binary, path, sizeof(path), err, sizeof(err))) {
+	if (resolve_binary(&s->target.view, p->binary, &file, err, sizeof(err))) {
 		fail("probe %s: %s", p->target, err);
 		return -1;
 	}
-	ret = elf_symbol_offset(path, p->symbol, &offset, suggest, sizeof(suggest), err, sizeof(err));
+	ret = elf_symbol_offset(file.path, p->symbol, &offset, suggest, sizeof(suggest), err, sizeof(err));
 	if (ret == -ENOENT) {
-		fail("probe %s: no function '%s' in %s%s%s", p->target, p->symbol, path,
+		fail("probe %s: no function '%s' in %s%s%s", p->target, p->symbol, file.name,
 		     suggest[0] ? "; close names: " : " (is it stripped?)", suggest);
 		return -1;
 	}
@@ -196,15 +197,20 @@ static int attach_native_probe(struct session *s, uint32_t id)
 		fail("probe %s: %s", p->target, err);
 		return -1;
 	}
-	ret = span_tracer_attach_probe(s->spans, id, path, offset, filter);
+	ret = span_tracer_attach_probe(s->spans, id, file.path, offset, filter);
 	if (ret) {
-		fail("probe %s: cannot attach uprobe to %s+0x%llx: %s", p->target, path,
+		fail("probe %s: cannot attach uprobe to %s+0x%llx: %s", p->target, file.name,
 		     (unsigned long long)offset, strerror(-ret));
 		return -1;
 	}
-	verbose(o, "attached %s: %s:%s at file offset 0x%llx (%s)", p->state, path, p->symbol,
-		(unsigned long long)offset,
-		filter > 0 ? "kernel filter on the PID" : "all processes, BPF filter on PIDs");
+	verbose(o, "attached %s: %s:%s at file offset 0x%llx (%s, via %s)", p->state, file.name,
+		p->symbol, (unsigned long long)offset,
+		filter > 0 ? "kernel filter on the PID" : "all processes, BPF filter on PIDs", file.path);
+	if (file.replaced)
+		fprintf(stderr, "pmetrics: warning: probe %s: process %d maps %s, which has been "
+			"replaced or deleted on disk since; probing the file it maps (processes "
+			"started later map the new file and are not traced)\n", p->target,
+			(int)s->target.pid, file.name);
 	return 0;
 }
 
@@ -232,8 +238,7 @@ static int attach_python_probes(struct session *s)
 	struct py_probe py[PYSPAN_MAX_PROBES];
 	struct pyspan_target t = {
 		.pid = s->target.pid,
-		.exe_path = s->target.exe,
-		.launched = s->target.launched,
+		.view = &s->target.view,
 		.follow_children = o->follow_children,
 		.verbose = o->verbose,
 		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,

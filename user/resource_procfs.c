@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The few /proc reads of the resource sampler; see resource_procfs.h. */
 #include "resource_procfs.h"
+#include "proc_stat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,39 +218,11 @@ void resource_format_command(const char *raw, size_t len, char *out, size_t outl
 		memmove(out, out + start, n - start + 1);
 }
 
-/* Field 22 (starttime, ticks) and the state letter of /proc/PID/stat. */
-static int read_stat_start(int dirfd, uint64_t *ticks, char *state)
-{
-	char *buf, *at;
-	size_t len;
-	int err = read_file_at(dirfd, "stat", 4096, &buf, &len);
-
-	if (err)
-		return err;
-	err = -EINVAL;
-	at = strrchr(buf, ')'); /* comm may hold spaces and parens */
-	if (at && at[1] == ' ') {
-		at += 2;
-		*state = *at;
-		/* state is field 3; skip to field 22 */
-		for (int field = 3; field < 22 && at; field++) {
-			at = strchr(at, ' ');
-			at = at ? at + 1 : NULL;
-		}
-		if (at) {
-			*ticks = strtoull(at, NULL, 10);
-			err = 0;
-		}
-	}
-	free(buf);
-	return err;
-}
-
 int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck,
 			  char **out)
 {
-	char path[32], *raw = NULL, *command = NULL, state = '?';
-	uint64_t ticks = 0;
+	char path[32], *raw = NULL, *command = NULL;
+	struct proc_stat st = { .state = '?' };
 	size_t len = 0;
 	int dirfd, err;
 
@@ -262,8 +235,8 @@ int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck
 		return errno == ENOENT ? -ESRCH : -errno;
 	err = read_file_at(dirfd, "cmdline", CMDLINE_MAX, &raw, &len);
 	if (!err)
-		err = read_stat_start(dirfd, &ticks, &state);
-	if (!err && ticks != ns_to_ticks(clk_tck, start_boottime_ns))
+		err = proc_stat_read_at(dirfd, &st);
+	if (!err && st.start_ticks != ns_to_ticks(clk_tck, start_boottime_ns))
 		err = -ESTALE;
 	if (!err) {
 		command = malloc(len + 1);
@@ -271,7 +244,7 @@ int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck
 			err = -ENOMEM;
 	}
 	if (!err) {
-		if (state == 'Z')
+		if (st.state == 'Z')
 			len = 0;
 		resource_format_command(raw, len, command, len + 1);
 		*out = command;

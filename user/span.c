@@ -55,11 +55,15 @@ int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *op
 
 int span_tracer_add_process(struct span_tracer *t, pid_t pid)
 {
+	struct bpf_map *map = t->skel->maps.traced_tgids;
+	uint64_t dev, ino;
 	__u32 tgid = (__u32)pid;
 	__u8 one = 1;
 
-	if (bpf_map__update_elem(t->skel->maps.traced_tgids, &tgid, sizeof(tgid),
-				 &one, sizeof(one), BPF_ANY)) {
+	/* PIDs of pmetrics' own namespace: BPF learns their kernel PIDs */
+	if (span_engine_in_pidns(&dev, &ino))
+		map = t->skel->maps.ns_targets;
+	if (bpf_map__update_elem(map, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY)) {
 		fprintf(stderr, "pmetrics: cannot trace process %d: %s\n", pid, strerror(errno));
 		return -errno;
 	}

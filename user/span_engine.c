@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #define SPAN_COUNTER_NAME(name, text) [SPAN_CNT_##name] = text,
 static const char *const counter_names[SPAN_CNT_MAX] = { SPAN_COUNTERS(SPAN_COUNTER_NAME) };
@@ -14,6 +15,20 @@ static const char *const counter_names[SPAN_CNT_MAX] = { SPAN_COUNTERS(SPAN_COUN
 const char *span_counter_name(enum span_counter c)
 {
 	return (unsigned)c < SPAN_CNT_MAX ? counter_names[c] : "?";
+}
+
+/* The initial PID namespace's inode number (PROC_PID_INIT_INO). */
+#define INIT_PIDNS_INO 0xEFFFFFFCu
+
+bool span_engine_in_pidns(uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == INIT_PIDNS_INO)
+		return false;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return true;
 }
 
 static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
@@ -27,8 +42,13 @@ int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_co
 	struct bpf_program *rss_stat = bpf_object__find_program_by_name(obj, "span_rss_stat");
 	int err;
 
+	uint64_t dev = 0, ino = 0;
+
 	config->resources = o->resources;
 	config->returns_need_entry = o->returns_need_entry;
+	span_engine_in_pidns(&dev, &ino);
+	config->pidns_dev = dev;
+	config->pidns_ino = ino;
 	/* The consumer polls; wake it early only once half the ring is used. */
 	config->wakeup_bytes = o->ringbuf_bytes / 2;
 	err = bpf_loader_set_max_entries(engine_map(obj, "spans"), (__u32)o->ringbuf_bytes, what);

@@ -25,6 +25,11 @@ struct span_engine_opts {
  * the object in errors. Returns 0 or -errno. */
 int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what);
+/* Whether pmetrics runs in a PID namespace other than the initial one
+ * (a container): then the PIDs it knows are not the ones BPF sees, and
+ * the engine translates (struct span_engine_config). Fills DEV and INO
+ * of /proc/self/ns/pid then. */
+bool span_engine_in_pidns(uint64_t *dev, uint64_t *ino);
 /* After load: attaches the engine's own programs (the rss_stat
  * tracepoint of the resource context, when on). */
 int span_engine_attach(struct bpf_object *obj, struct bpf_links *links);

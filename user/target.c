@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "target.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
+#include "proc_stat.h"
 
 static int open_pidfd(pid_t pid)
 {
@@ -26,21 +25,12 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
+/* The state letter of PID, or 0 when it cannot be read (gone). */
 static char process_state(pid_t pid)
 {
-	char path[64], buf[512], *paren;
-	FILE *f;
-	size_t n;
+	struct proc_stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	paren = strrchr(buf, ')');
-	return paren && paren[1] == ' ' ? paren[2] : 0;
+	return proc_stat_read(pid, &st) == 0 ? st.state : 0;
 }
 
 static void target_init(struct target *t)
@@ -65,7 +55,7 @@ int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
 		return -1;
 	}
 	snprintf(t->exe, sizeof(t->exe), "/proc/%d/exe", pid);
-	if (access(t->exe, R_OK) != 0) {
+	if (access(t->exe, R_OK) != 0 || target_view_of_pid(&t->view, pid) != 0) {
 		snprintf(err, errlen, "cannot read the executable of process %d (%s): "
 			 "is it a kernel thread?", pid, strerror(errno));
 		return -1;
@@ -123,6 +113,7 @@ int target_launch(struct target *t, char *const argv[], char *err, size_t errlen
 		snprintf(err, errlen, "command not found: %s (give a path or check PATH)", argv[0]);
 		return -1;
 	}
+	target_view_own(&t->view, t->exe);
 	if (pipe2(release, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -1;
@@ -213,126 +204,4 @@ void target_close(struct target *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	t->release_fd = t->exec_error_fd = t->pidfd = -1;
-}
-
-/* "libc.so.6" names /usr/lib/.../libc.so.6; "libfoo.so" also names
- * libfoo.so.1.2 (the file a soname link points at). */
-static bool library_name_matches(const char *file, const char *name)
-{
-	const char *base = strrchr(file, '/');
-	size_t n = strlen(name);
-
-	base = base ? base + 1 : file;
-	return strcmp(base, name) == 0 || (strncmp(base, name, n) == 0 && base[n] == '.');
-}
-
-static int find_in_maps(pid_t pid, const char *name, char *out, size_t len)
-{
-	char path[64], line[4608];
-	FILE *f;
-	int ret = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (ret && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (library_name_matches(file, name)) {
-			snprintf(out, len, "/proc/%d/root%s", pid, file);
-			ret = 0;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
-static int find_in_dir(const char *dir, const char *name, char *out, size_t len)
-{
-	struct dirent *de;
-	DIR *d;
-	int ret = -1;
-
-	snprintf(out, len, "%s/%s", dir, name);
-	if (access(out, R_OK) == 0)
-		return 0;
-	d = opendir(dir);
-	if (!d)
-		return -1;
-	while (ret && (de = readdir(d)))
-		if (library_name_matches(de->d_name, name)) {
-			snprintf(out, len, "%s/%s", dir, de->d_name);
-			ret = 0;
-		}
-	closedir(d);
-	return ret;
-}
-
-/* Searches a colon-separated list of directories, expanding $ORIGIN. */
-static int find_in_dir_list(const char *list, const char *origin, const char *name,
-			    char *out, size_t len)
-{
-	char dir[4096];
-
-	while (list && *list) {
-		size_t n = strcspn(list, ":");
-		if (n >= 7 && strncmp(list, "$ORIGIN", 7) == 0)
-			snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(n - 7), list + 7);
-		else
-			snprintf(dir, sizeof(dir), "%.*s", (int)n, list);
-		if (n && find_in_dir(dir, name, out, len) == 0)
-			return 0;
-		list += n + (list[n] == ':');
-	}
-	return -1;
-}
-
-static int find_library(const char *exe, const char *name, char *out, size_t len)
-{
-	static const char *system_dirs =
-		"/lib/" MULTIARCH ":/usr/lib/" MULTIARCH ":/lib64:/usr/lib64:/lib:/usr/lib:/usr/local/lib";
-	char runpath[4096], origin[4096];
-	char *slash;
-
-	snprintf(origin, sizeof(origin), "%s", exe);
-	slash = strrchr(origin, '/');
-	if (slash)
-		*slash = '\0';
-	if (elf_runpath(exe, runpath, sizeof(runpath)) == 0 &&
-	    find_in_dir_list(runpath, origin, name, out, len) == 0)
-		return 0;
-	if (find_in_dir_list(getenv("LD_LIBRARY_PATH"), origin, name, out, len) == 0)
-		return 0;
-	return find_in_dir_list(system_dirs, origin, name, out, len);
-}
-
-int target_resolve_binary(const struct target *t, const char *binary,
-			  char *out, size_t len, char *err, size_t errlen)
-{
-	int ret;
-
-	if (binary[0] == '\0') {
-		snprintf(out, len, "%s", t->exe);
-		return 0;
-	}
-	if (binary[0] == '/') {
-		if (access(binary, R_OK) != 0) {
-			snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
-			return -1;
-		}
-		snprintf(out, len, "%s", binary);
-		return 0;
-	}
-	if (t->launched)
-		ret = find_library(t->exe, binary, out, len);
-	else
-		ret = find_in_maps(t->pid, binary, out, len);
-	if (ret != 0)
-		snprintf(err, errlen, "%s is not %s process %d (%s): give its absolute path",
-			 binary, t->launched ? "a library found for" : "mapped by",
-			 t->pid, t->exe);
-	return ret;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The traced process: an existing PID or a command pmetrics launches. */
 #ifndef PMETRICS_TARGET_H
 #define PMETRICS_TARGET_H
@@ -5,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#include "library_resolver.h"
 
 struct target {
 	pid_t pid;
@@ -14,6 +17,7 @@ struct target {
 	int pidfd;          /* readable once the process has exited */
 	char exe[4096];     /* main executable, as a path uprobes accept */
 	int exit_status;    /* launched: wait status once reaped */
+	struct target_view view; /* how it sees the file system */
 };
 
 /* Checks PID exists, is not a zombie and can be traced. */
@@ -28,12 +32,5 @@ bool target_alive(const struct target *t);
 /* Reaps a launched child (non-blocking); returns true once it exited. */
 bool target_reap(struct target *t);
 void target_close(struct target *t);
-
-/* Resolves BINARY of a probe for this target into a path for uprobes:
- * empty -> main executable; absolute -> as is; else a file name or
- * soname: from the target's memory maps (--pid) or the library search
- * path of the executable (launch). Returns 0 or -1 with a reason. */
-int target_resolve_binary(const struct target *t, const char *binary,
-			  char *out, size_t len, char *err, size_t errlen);
 
 #endif

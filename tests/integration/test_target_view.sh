@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Probes go into the files the target itself sees: a target in its own
+# mount namespace (a container, a chroot) with a library or interpreter
+# at a path that does not exist outside it, a library replaced on disk
+# while the target still maps the old one, and PID namespaces on either
+# side. libprog -w GO N K waits for GO, then makes K calls of N ms to
+# spanlib_compute in libspanlib.so.1: exactly K rows each time.
+source "$ROOT/tests/integration/lib.sh"
+need_root || exit 0
+
+LIBPROG="$PROGS/libprog"
+SCENARIO_DIR="$ROOT/tests/progs/py"
+
+# nsrun SCRIPT ARGS...: SCRIPT in a private mount namespace, background;
+# sets NS_PID to the process it finally execs (it writes its PID first).
+nsrun() {
+	local pidfile="$T_TMP/ns.pid.$RANDOM"
+	unshare -m --propagation private bash "$@" "$pidfile" &
+	for _ in $(seq 100); do [ -s "$pidfile" ] && break; sleep 0.05; done
+	NS_PID=$(cat "$pidfile" 2>/dev/null)
+}
+
+# a library at /mnt/nslib, seen only inside the namespace
+cat >"$T_TMP/libprog-ns.sh" <<'SH'
+set -e
+progs=$1 go=$2 pidfile=$3
+mount -t tmpfs pmetrics-test /mnt
+mkdir /mnt/nslib
+cp "$progs/libprog" "$progs/libspanlib.so.1" /mnt/nslib/
+echo $$ >"$pidfile"
+exec /mnt/nslib/libprog -w "$go" 5 3
+SH
+
+# capture_pid NAME GO PROBE: attaches to NS_PID, releases it, wants 3 rows.
+capture_pid() {
+	local name="$1" go="$2" probe="$3" out
+	out=$(fresh_dir)
+	t_begin "$name"
+	if [ -z "$NS_PID" ] || [ -e "/mnt/nslib/libprog" ]; then
+		t_fail "no namespaced target (or /mnt/nslib is visible outside)"; return
+	fi
+	if pm_start -o "$out" --pid "$NS_PID" --probe "$probe"; then
+		touch "$go"; pm_wait
+		if [ "$(rows "$out/robot_context_data" LIB)" -eq 3 ]; then t_pass
+		else t_fail "$(rows "$out/robot_context_data" LIB) rows, want 3: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+	else
+		t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; touch "$go"
+	fi
+}
+
+nsrun "$T_TMP/libprog-ns.sh" "$PROGS" "$T_TMP/go1"
+capture_pid "mount namespace: a library by soname at a path only the target sees" \
+	"$T_TMP/go1" "LIB=libspanlib.so.1:spanlib_compute"
+nsrun "$T_TMP/libprog-ns.sh" "$PROGS" "$T_TMP/go2"
+capture_pid "mount namespace: a library by its absolute path in the target's view" \
+	"$T_TMP/go2" "LIB=/mnt/nslib/libspanlib.so.1:spanlib_compute"
+wait
+
+# ---- a library replaced on disk while mapped ----------------------------
+t_begin "a library replaced on disk: the mapped one is probed, and pmetrics says so"
+dir="$T_TMP/replaced"; mkdir -p "$dir"
+cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
+"$dir/libprog" -w "$T_TMP/go3" 5 3 & target=$!
+sleep 0.3
+cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
+out=$(fresh_dir)
+if pm_start -o "$out" --pid "$target" --probe LIB=libspanlib.so.1:spanlib_compute; then
+	touch "$T_TMP/go3"; wait "$target"; pm_wait
+	n=$(rows "$out/robot_context_data" LIB)
+	if [ "$n" -eq 3 ] && grep -q "replaced or deleted on disk since" "$PM_ERR"; then t_pass
+	else t_fail "$n rows, want 3 and a warning: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+else
+	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
+fi
+
+# ---- Python: an interpreter library only the target sees ----------------
+py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10.*/bin/python3.10 2>/dev/null | head -n 1)
+t_begin "mount namespace: py: probes find a libpython only the target sees"
+if [ -z "$py" ]; then
+	t_skip "no pyenv CPython 3.10 here"
+else
+	cat >"$T_TMP/py-ns.sh" <<'SH'
+set -e
+py=$1 dir=$2 go=$3 pidfile=$4
+mount -t tmpfs pmetrics-test /mnt
+mkdir /mnt/nspy
+cp "$(dirname "$py")/../lib/libpython3.10.so.1.0" /mnt/nspy/
+cd "$dir"
+echo $$ >"$pidfile"
+LD_LIBRARY_PATH=/mnt/nspy exec "$py" scenario.py wait-for "$go" robot >/dev/null 2>&1
+SH
+	nsrun "$T_TMP/py-ns.sh" "$py" "$SCENARIO_DIR" "$T_TMP/go4"
+	for _ in $(seq 100); do grep -q /mnt/nspy/libpython "/proc/$NS_PID/maps" 2>/dev/null && break; sleep 0.05; done
+	out=$(fresh_dir)
+	if pm_start -o "$out" --pid "$NS_PID" --preset robot-server; then
+		touch "$T_TMP/go4"; pm_wait
+		a=$(rows "$out/robot_context_data" ANALYZING_PROTOCOL)
+		c=$(rows "$out/robot_context_data" GETTING_CACHED_ANALYSIS)
+		if [ "$a" -eq 4 ] && [ "$c" -eq 3 ] && grep -q "interpreter /mnt/nspy/libpython3.10" "$PM_ERR"
+		then t_pass; else t_fail "$a + $c rows, want 4 + 3 (scenario.py robot): $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+	else
+		t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; touch "$T_TMP/go4"
+	fi
+	wait
+fi
+
+# ---- PID namespaces --------------------------------------------------------
+t_begin "a target in its own PID namespace, attached by the PID pmetrics sees"
+unshare -p -f --mount-proc "$LIBPROG" -w "$T_TMP/go5" 5 3 &
+for _ in $(seq 100); do target=$(pgrep -f "libprog -w $T_TMP/go5" | tail -n 1); [ -n "$target" ] && break; sleep 0.05; done
+out=$(fresh_dir)
+if pm_start -o "$out" --pid "$target" --probe LIB=libspanlib.so.1:spanlib_compute; then
+	touch "$T_TMP/go5"; pm_wait
+	n=$(rows "$out/robot_context_data" LIB)
+	if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3"; fi
+else
+	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; touch "$T_TMP/go5"
+fi
+wait
+
+# pmetrics itself in a PID namespace (run from a container): the PIDs it
+# knows are that namespace's, not the kernel's that BPF sees.
+cat >"$T_TMP/inside.sh" <<'SH'
+pm=$1 progs=$2 tmp=$3
+"$progs/libprog" -w "$tmp/go6" 5 3 &
+target=$!
+"$pm" record -o "$tmp/in-pid" --pid "$target" --probe LIB=libspanlib.so.1:spanlib_compute 2>"$tmp/in-pid.err" &
+pm=$!
+for _ in $(seq 100); do [ -s "$tmp/in-pid/robot_context_data_headers" ] && break; sleep 0.05; done
+sleep 0.2; touch "$tmp/go6"; wait "$pm"
+"$1" record -o "$tmp/in-launch" --probe LIB=libspanlib.so:spanlib_compute -- "$progs/libprog" 5 3 2>"$tmp/in-launch.err"
+SH
+unshare -p -f --mount-proc bash "$T_TMP/inside.sh" "$PMETRICS" "$PROGS" "$T_TMP"
+t_begin "pmetrics in its own PID namespace: --pid"
+n=$(rows "$T_TMP/in-pid/robot_context_data" LIB)
+if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(head -c 300 "$T_TMP/in-pid.err")"; fi
+t_begin "pmetrics in its own PID namespace: a launched command"
+n=$(rows "$T_TMP/in-launch/robot_context_data" LIB)
+if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(head -c 300 "$T_TMP/in-launch.err")"; fi

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+/* Finding a target's executable and libraries; see library_resolver.h. */
+#include "library_resolver.h"
+#include "elf_symbols.h"
+
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DELETED_SUFFIX " (deleted)"
+#define SEARCH_LIST_MAX 8192
+
+/* Drops the " (deleted)" the kernel appends to the name of a file that
+ * was removed or replaced since it was mapped; says whether it did. */
+static bool strip_deleted(char *name)
+{
+	size_t n = strlen(name), k = sizeof(DELETED_SUFFIX) - 1;
+
+	if (n < k || strcmp(name + n - k, DELETED_SUFFIX) != 0)
+		return false;
+	name[n - k] = '\0';
+	return true;
+}
+
+int target_view_of_pid(struct target_view *v, pid_t pid)
+{
+	ssize_t n;
+
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	snprintf(v->root, sizeof(v->root), "/proc/%d/root", (int)pid);
+	snprintf(v->exe, sizeof(v->exe), "/proc/%d/exe", (int)pid);
+	n = readlink(v->exe, v->exe_name, sizeof(v->exe_name) - 1);
+	if (n < 0)
+		return -errno;
+	v->exe_name[n] = '\0';
+	strip_deleted(v->exe_name);
+	return 0;
+}
+
+void target_view_own(struct target_view *v, const char *exe)
+{
+	memset(v, 0, sizeof(*v));
+	snprintf(v->exe, sizeof(v->exe), "%s", exe);
+	snprintf(v->exe_name, sizeof(v->exe_name), "%s", exe);
+}
+
+/* snprintf that says whether all of it fit: a path cut short must never
+ * be taken for another file. */
+static bool fits(int n, size_t len)
+{
+	return n >= 0 && (size_t)n < len;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* "libc.so.6" names libc.so.6; LOOSE: "libfoo.so" also names
+ * libfoo.so.1.2 (the file a development symlink points at). */
+static bool names_file(const char *base, const char *name, bool loose)
+{
+	size_t n = strlen(name);
+
+	return strcmp(base, name) == 0 || (loose && strncmp(base, name, n) == 0 && base[n] == '.');
+}
+
+/* ---- the process's own mappings ------------------------------------ */
+
+/* A mapped FILE of the process: through map_files when we may (needs
+ * CAP_SYS_ADMIN; it is the inode the process maps even if the name now
+ * leads elsewhere or nowhere), else by name in its root. */
+static void mapped_file(const struct target_view *v, unsigned long start, unsigned long end,
+			const char *file, bool deleted, struct resolved_file *out)
+{
+	snprintf(out->path, sizeof(out->path), "/proc/%d/map_files/%lx-%lx", (int)v->pid, start, end);
+	if (access(out->path, R_OK) != 0)
+		snprintf(out->path, sizeof(out->path), "%s%s", v->root, file);
+	snprintf(out->name, sizeof(out->name), "%s", file);
+	out->replaced = deleted;
+}
+
+/* The first mapping whose file's base name is NAME (MATCH_PREFIX: starts
+ * with it; else names_file() with its loose rule). */
+static int find_mapping(const struct target_view *v, const char *name, bool match_prefix,
+			struct resolved_file *out)
+{
+	char maps[64], line[PATH_MAX + 256];
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)v->pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		const char *base;
+		char *file;
+		bool deleted;
+		int at = 0;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &start, &end, &at) < 2 || !at)
+			continue;
+		file = line + at;
+		file[strcspn(file, "\n")] = '\0';
+		if (file[0] != '/')
+			continue;
+		deleted = strip_deleted(file);
+		base = base_name(file);
+		if (match_prefix ? strncmp(base, name, strlen(name)) != 0 : !names_file(base, name, true))
+			continue;
+		mapped_file(v, start, end, file, deleted, out);
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+int resolve_mapped_prefix(const struct target_view *v, const char *prefix,
+			  struct resolved_file *out)
+{
+	return v->pid ? find_mapping(v, prefix, true, out) : -ENOENT;
+}
+
+/* ---- the dynamic loader's search ------------------------------------ */
+
+struct search {
+	const struct target_view *v;
+	const char *name;
+	int machine;  /* the executable's e_machine: a library must match */
+	bool loose;   /* names_file()'s loose rule */
+	char origin[PATH_MAX]; /* $ORIGIN: the executable's directory */
+	struct resolved_file *out;
+};
+
+/* Is DIR/FILE (a path in the view) a library of the executable's
+ * machine? Then it is the answer. */
+static bool take(struct search *s, const char *dir, const char *file)
+{
+	char here[PATH_MAX + 64];
+
+	if (!fits(snprintf(here, sizeof(here), "%s%s/%s", s->v->root, dir, file), sizeof(s->out->path)) ||
+	    !fits(snprintf(s->out->name, sizeof(s->out->name), "%s/%s", dir, file), sizeof(s->out->name)) ||
+	    access(here, R_OK) != 0 || (s->machine >= 0 && elf_machine(here) != s->machine))
+		return false;
+	memcpy(s->out->path, here, strlen(here) + 1);
+	s->out->replaced = false;
+	return true;
+}
+
+/* NAME in DIR; in the loose pass, a file NAME.* in it. */
+static bool search_dir(struct search *s, const char *dir)
+{
+	char here[PATH_MAX + 64];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (!s->loose)
+		return take(s, dir, s->name);
+	snprintf(here, sizeof(here), "%s%s", s->v->root, dir);
+	d = opendir(here);
+	while (d && !found && (de = readdir(d)))
+		found = names_file(de->d_name, s->name, true) && take(s, dir, de->d_name);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Each directory of the ':'-separated LIST, $ORIGIN expanded. */
+static bool search_list(struct search *s, const char *list)
+{
+	char dir[PATH_MAX];
+
+	while (list && *list) {
+		size_t n = strcspn(list, ":");
+		int w;
+
+		if (n >= 9 && strncmp(list, "${ORIGIN}", 9) == 0)
+			w = snprintf(dir, sizeof(dir), "%s%.*s", s->origin, (int)(n - 9), list + 9);
+		else if (n >= 7 && strncmp(list, "$ORIGIN", 7) == 0)
+			w = snprintf(dir, sizeof(dir), "%s%.*s", s->origin, (int)(n - 7), list + 7);
+		else
+			w = snprintf(dir, sizeof(dir), "%.*s", (int)n, list);
+		if (n && fits(w, sizeof(dir)) && dir[0] == '/' && search_dir(s, dir))
+			return true;
+		list += n + (list[n] == ':');
+	}
+	return false;
+}
+
+/* LD_LIBRARY_PATH as the target has it: ours for a command we start,
+ * else from its environment. */
+static void library_path_env(const struct target_view *v, char *out, size_t len)
+{
+	static const char key[] = "LD_LIBRARY_PATH=";
+	char path[64], *env = NULL, *at;
+	size_t size = 0;
+	FILE *f;
+
+	out[0] = '\0';
+	if (!v->pid) {
+		snprintf(out, len, "%s", getenv("LD_LIBRARY_PATH") ? getenv("LD_LIBRARY_PATH") : "");
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)v->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getdelim(&env, &size, '\0', f) > 0) {
+		at = env;
+		if (strncmp(at, key, sizeof(key) - 1) == 0) {
+			snprintf(out, len, "%s", at + sizeof(key) - 1);
+			break;
+		}
+	}
+	free(env);
+	fclose(f);
+}
+
+static bool take_cached(const char *path, void *arg)
+{
+	struct search *s = arg;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return false;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return take(s, dir, slash + 1);
+}
+
+/* The target's /etc/ld.so.cache. */
+static bool search_cache(struct search *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	bool found = false;
+	void *map;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/etc/ld.so.cache", s->v->root);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map != MAP_FAILED) {
+			found = ld_cache_lookup(map, (size_t)st.st_size, s->name, take_cached, s) == 0;
+			munmap(map, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/* Appends the directories of the ld.so.conf at FILE (in the view) to
+ * LIST, following its include lines. */
+static void conf_dirs(const struct target_view *v, const char *file, char *list, size_t len,
+		      int depth)
+{
+	char path[PATH_MAX], line[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s", v->root, file);
+	f = depth < 4 ? fopen(path, "re") : NULL;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *item = line + strspn(line, " \t");
+		size_t used = strlen(list);
+
+		item[strcspn(item, "#\r\n")] = '\0';
+		if (strncmp(item, "include", 7) == 0 && (item[7] == ' ' || item[7] == '\t')) {
+			char pattern[PATH_MAX + 64];
+			glob_t g;
+
+			item += 8 + strspn(item + 8, " \t");
+			snprintf(pattern, sizeof(pattern), "%s%s", v->root, item);
+			if (glob(pattern, 0, NULL, &g) != 0)
+				continue;
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				conf_dirs(v, g.gl_pathv[i] + strlen(v->root), list, len, depth + 1);
+			globfree(&g);
+		} else if (item[0] == '/') {
+			item[strcspn(item, " \t=")] = '\0';
+			snprintf(list + used, len - used, "%s%s", used ? ":" : "", item);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Where ld.so looks last, for the executable's machine. */
+static const char *default_dirs(int machine)
+{
+	if (machine == EM_X86_64)
+		return "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib";
+	if (machine == EM_AARCH64)
+		return "/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib";
+	return "/lib64:/usr/lib64:/lib:/usr/lib";
+}
+
+/* One pass of ld.so's order: DT_RPATH (without DT_RUNPATH),
+ * LD_LIBRARY_PATH, DT_RUNPATH, the cache, the directories the cache is
+ * made from (for a stale or missing cache), the defaults. */
+static bool search_all(struct search *s)
+{
+	char rpath[SEARCH_LIST_MAX], runpath[SEARCH_LIST_MAX], list[SEARCH_LIST_MAX];
+	bool has_runpath = elf_runpath(s->v->exe, runpath, sizeof(runpath)) == 0;
+
+	if (!has_runpath && elf_rpath(s->v->exe, rpath, sizeof(rpath)) == 0 && search_list(s, rpath))
+		return true;
+	library_path_env(s->v, list, sizeof(list));
+	if (search_list(s, list) || (has_runpath && search_list(s, runpath)))
+		return true;
+	if (search_cache(s))
+		return true;
+	list[0] = '\0';
+	conf_dirs(s->v, "/etc/ld.so.conf", list, sizeof(list), 0);
+	return search_list(s, list) || search_list(s, default_dirs(s->machine));
+}
+
+int resolve_needed(const struct target_view *v, const char *name, struct resolved_file *out)
+{
+	struct search s = { .v = v, .name = name, .machine = elf_machine(v->exe), .out = out };
+	char *slash;
+
+	snprintf(s.origin, sizeof(s.origin), "%s", v->exe_name);
+	slash = strrchr(s.origin, '/');
+	if (slash)
+		*slash = '\0';
+	if (strchr(name, '/'))
+		return -ENOENT;
+	/* exact names in ld.so's order first, then libfoo.so for libfoo.so.N */
+	if (search_all(&s))
+		return 0;
+	s.loose = true;
+	return search_all(&s) ? 0 : -ENOENT;
+}
+
+/* ---- a probe's binary ----------------------------------------------- */
+
+int resolve_binary(const struct target_view *v, const char *binary, struct resolved_file *out,
+		   char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	if (binary[0] == '\0') {
+		snprintf(out->path, sizeof(out->path), "%s", v->exe);
+		snprintf(out->name, sizeof(out->name), "%s", v->exe_name);
+		return 0;
+	}
+	if (binary[0] == '/') {
+		snprintf(out->path, sizeof(out->path), "%s%s", v->root, binary);
+		snprintf(out->name, sizeof(out->name), "%s", binary);
+		if (access(out->path, R_OK) == 0)
+			return 0;
+		snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
+		return -1;
+	}
+	if (v->pid && find_mapping(v, binary, false, out) == 0)
+		return 0;
+	if (resolve_needed(v, binary, out) == 0)
+		return 0;
+	if (v->pid)
+		snprintf(err, errlen, "%s is not mapped by process %d (%s), nor found where ld.so "
+			 "would look for it: give its absolute path", binary, (int)v->pid, v->exe_name);
+	else
+		snprintf(err, errlen, "%s is not a library found for %s (RPATH, LD_LIBRARY_PATH, "
+			 "RUNPATH, ld.so.cache, the system directories): give its absolute path",
+			 binary, v->exe_name);
+	return -1;
+}
+
+/* ---- /etc/ld.so.cache ------------------------------------------------- */
+
+/* glibc's cache format since 2.x ("glibc-ld.so.cache1.1"), alone or after
+ * the old libc5 one: a header, then fixed entries whose key (the soname)
+ * and value (the path) are offsets from the header. */
+#define CACHE_MAGIC "glibc-ld.so.cache1.1"
+#define CACHE_HEADER 48 /* magic 20, nlibs 4, len_strings 4, flags etc. 20 */
+#define CACHE_ENTRY 24  /* flags 4, key 4, value 4, osversion 4, hwcap 8 */
+
+static uint32_t u32_at(const char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The NUL-terminated string at OFF of the LEN bytes at BASE, or NULL. */
+static const char *string_at(const char *base, size_t len, uint32_t off)
+{
+	if (off >= len || !memchr(base + off, '\0', len - off))
+		return NULL;
+	return base + off;
+}
+
+int ld_cache_lookup(const char *file, size_t len, const char *name,
+		    bool (*found)(const char *path, void *arg), void *arg)
+{
+	const char *hdr = memmem(file, len, CACHE_MAGIC, sizeof(CACHE_MAGIC) - 1);
+	size_t avail, nlibs;
+
+	if (!hdr || (size_t)(file + len - hdr) < CACHE_HEADER)
+		return -EINVAL;
+	avail = (size_t)(file + len - hdr);
+	nlibs = u32_at(hdr + 20);
+	if (nlibs > (avail - CACHE_HEADER) / CACHE_ENTRY)
+		return -EINVAL;
+	for (size_t i = 0; i < nlibs; i++) {
+		const char *entry = hdr + CACHE_HEADER + i * CACHE_ENTRY;
+		const char *key = string_at(hdr, avail, u32_at(entry + 4));
+		const char *value = string_at(hdr, avail, u32_at(entry + 8));
+
+		if (key && value && strcmp(key, name) == 0 && found(value, arg))
+			return 0;
+	}
+	return -ENOENT;
+}
