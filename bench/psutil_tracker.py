@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The psutil-based system resource tracker, written the way the upstream
 service is described (seed 002): list the running processes with psutil,
 keep those whose command line matches a filter glob, take each one's CPU

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Cost of Python spans per Python call, as ratios measured in this run, on
 # each of CPython 3.10 (the robot's) and 3.11 that is installed. Kinds of
 # call: "call" (a plain function called from Python code), "map" (called

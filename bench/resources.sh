@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Cost of resource sampling, as ratios measured in this run (no timing is
 # asserted; the machine is shared and noisy):
 # 1. per poll: `pmetrics record --resources` (BPF task iterator) against

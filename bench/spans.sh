@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Per-call cost of a traced native call, as ratios measured in this run:
 # untraced vs the empty uprobe+uretprobe pair (the floor) vs pmetrics vs
 # bpftrace and libbpf-tools' funclatency on the same function. Then the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Resource sampling (issue 4), kernel side.
+/* Resource sampling, kernel side.
  *
  * One task iterator: user space creates an iterator fd per poll and reads
  * it to the end; every thread in the system becomes one struct

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make demo: trace the bundled demo program (tests/progs/demo.c, a stand-in
 # for the robot server) for a timed capture and show the result.
 set -eu

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the unit tests (plain and under ASan/UBSan) and the integration
 # tests, and prints one closing total line: "N passed, N failed, N skipped".
 # Usage: tests/run-all.sh BUILD_DIR [unit|unit-asan|integration]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CSV files in the two layouts existing tooling reads (formats.md s.1-2).
  *
  * A csv_file is a data file, appended to and never truncated, plus its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Counters kept in BPF per-CPU arrays, summed for the summaries. */
 #ifndef PMETRICS_PERCPU_COUNTER_H
 #define PMETRICS_PERCPU_COUNTER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --probe STATE=TARGET specifications. */
 #ifndef PMETRICS_PROBE_SPEC_H
 #define PMETRICS_PROBE_SPEC_H

@@ -228,7 +228,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* --resources, --interval, --process-filter (issue 4). */
+/* --resources, --interval, --process-filter: the resource sampler. */
 static int parse_resource_option(struct record_opts *o, int c, const char *arg)
 {
 	struct resource_opts scratch = { 0 };

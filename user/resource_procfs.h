@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the resource sampler reads from /proc, and when: the boot time,
  * clock tick and memory size once at start, a new process's command line
  * once, MemAvailable once per poll. Plus the conversions that make the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-state duration statistics for the end-of-capture summary. */
 #ifndef PMETRICS_SPAN_STATS_H
 #define PMETRICS_SPAN_STATS_H

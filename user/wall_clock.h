@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* CLOCK_MONOTONIC (bpf_ktime_get_ns) to CLOCK_REALTIME conversion.
  * The offset between the two only moves when the wall clock is stepped,
  * so it is re-measured on every drain rather than once at start. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers sourced by tests/integration/test_*.sh.
 #
 # run-all.sh exports PMETRICS (the binary), BUILD (build dir, absolute),

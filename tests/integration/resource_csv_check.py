@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reads a system_resource_data file as CSV (quoted fields may hold commas,
 quotes and line breaks, as a process's argv may) and prints two numbers:
 the rows that are not whole (not six fields, an empty command, or a

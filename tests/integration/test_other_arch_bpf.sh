@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The BPF objects built for the architectures this machine is not (make
 # other-arch-bpf, from vmlinux/ARCH/vmlinux.h): the robot is arm64, so its
 # objects must exist, read the registers where arm64 keeps them, and carry

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Python function spans (py:MODULE:QUALNAME) against tests/progs/py/scenario.py
 # under every CPython of platform.md that is installed: pyenv 3.8-3.13 and
 # Debian's /usr/bin/python3.11. Absent interpreters are reported as skipped.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pmetrics record on native functions: real BPF, real traced programs
 # (tests/progs/spanprog.c, libprog.c + spanlib.c).
 source "$ROOT/tests/integration/lib.sh"

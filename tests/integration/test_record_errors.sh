@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad input: one clear line, the right exit code (usage 2, run time 1),
 # and no files left behind by a failed start.
 source "$ROOT/tests/integration/lib.sh"

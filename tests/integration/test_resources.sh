@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The resource sampler against real processes of known behaviour, checked
 # against /proc and against the known amounts. Runs the sampler through
 # build/progs/res_sample (the same life cycle `pmetrics record --resources`

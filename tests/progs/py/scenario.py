@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...

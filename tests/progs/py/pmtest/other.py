@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Same names as the probed functions, in another module: never matched."""
 import asyncio
 import time

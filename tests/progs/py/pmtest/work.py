@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Plain (non-async) functions: crunch is probed, Busy.crunch is not."""
 import time
 

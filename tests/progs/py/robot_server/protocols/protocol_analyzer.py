@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shaped like the robot server's analyzer: an async analyze that awaits."""
 import asyncio
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shaped like the robot server's router: the cached analysis is an inner
 coroutine defined at every call, and returns without suspending."""
 
