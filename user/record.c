@@ -18,6 +18,7 @@
 #include <linux/capability.h>
 
 #include "bpf_loader.h"
+#include "cli.h"
 #include "elf_symbols.h"
 #include "pyspan.h"
 #include "pyspan_config.h"
@@ -62,30 +63,6 @@ static void on_stop_signal(int sig)
 	stop_signal = sig;
 }
 
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "pmetrics: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-static void verbose(const struct record_opts *o, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!o->verbose)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, "pmetrics: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
 /* ---- checks before anything is touched ------------------------------ */
 
 static bool has_capability(const struct __user_cap_data_struct data[2], int cap)
@@ -103,7 +80,7 @@ static int check_privileges(void)
 	if (has_capability(data, CAP_SYS_ADMIN) ||
 	    (has_capability(data, CAP_BPF) && has_capability(data, CAP_PERFMON)))
 		return 0;
-	fail("needs root: loading BPF programs takes CAP_BPF and CAP_PERFMON "
+	cli_error("needs root: loading BPF programs takes CAP_BPF and CAP_PERFMON "
 	     "(or CAP_SYS_ADMIN); run it with sudo");
 	return -1;
 }
@@ -118,7 +95,7 @@ static int check_btf(const struct record_opts *o)
 		return -1;
 	if (o->btf_path || access("/sys/kernel/btf/vmlinux", R_OK) == 0)
 		return 0;
-	fail("this kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel "
+	cli_error("this kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel "
 	     "built with CONFIG_DEBUG_INFO_BTF=y, or pass --btf FILE with this kernel's BTF");
 	return -1;
 }
@@ -130,7 +107,7 @@ static int make_output_dir(struct session *s, const char *dir)
 	size_t len = strlen(dir);
 
 	if (len >= sizeof(path)) {
-		fail("output directory name too long: %s", dir);
+		cli_error("output directory name too long: %s", dir);
 		return -1;
 	}
 	memcpy(path, dir, len + 1);
@@ -143,7 +120,7 @@ static int make_output_dir(struct session *s, const char *dir)
 			if (s->n_created_dirs < 8)
 				snprintf(s->created_dirs[s->n_created_dirs++], PATH_MAX, "%s", path);
 		} else if (errno != EEXIST) {
-			fail("cannot create output directory %s: %s; pick another with -o DIR",
+			cli_error("cannot create output directory %s: %s; pick another with -o DIR",
 			     path, strerror(errno));
 			return -1;
 		}
@@ -153,11 +130,11 @@ static int make_output_dir(struct session *s, const char *dir)
 	}
 	struct stat st;
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		fail("output path %s is not a directory; pick another with -o DIR", dir);
+		cli_error("output path %s is not a directory; pick another with -o DIR", dir);
 		return -1;
 	}
 	if (access(dir, W_OK) != 0) {
-		fail("output directory %s is not writable (%s); pick another with -o DIR",
+		cli_error("output directory %s is not writable (%s); pick another with -o DIR",
 		     dir, strerror(errno));
 		return -1;
 	}
@@ -184,26 +161,26 @@ static int attach_native_probe(struct session *s, uint32_t id)
 	int ret;
 
 	if (resolve_binary(&s->target.view, p->binary, &file, err, sizeof(err))) {
-		fail("probe %s: %s", p->target, err);
+		cli_error("probe %s: %s", p->target, err);
 		return -1;
 	}
 	ret = elf_symbol_offset(file.path, p->symbol, &offset, suggest, sizeof(suggest), err, sizeof(err));
 	if (ret == -ENOENT) {
-		fail("probe %s: no function '%s' in %s%s%s", p->target, p->symbol, file.name,
+		cli_error("probe %s: no function '%s' in %s%s%s", p->target, p->symbol, file.name,
 		     suggest[0] ? "; close names: " : " (is it stripped?)", suggest);
 		return -1;
 	}
 	if (ret) {
-		fail("probe %s: %s", p->target, err);
+		cli_error("probe %s: %s", p->target, err);
 		return -1;
 	}
 	ret = span_tracer_attach_probe(s->spans, id, file.path, offset, filter);
 	if (ret) {
-		fail("probe %s: cannot attach uprobe to %s+0x%llx: %s", p->target, file.name,
+		cli_error("probe %s: cannot attach uprobe to %s+0x%llx: %s", p->target, file.name,
 		     (unsigned long long)offset, strerror(-ret));
 		return -1;
 	}
-	verbose(o, "attached %s: %s:%s at file offset 0x%llx (%s, via %s)", p->state, file.name,
+	cli_verbose(o->verbose, "attached %s: %s:%s at file offset 0x%llx (%s, via %s)", p->state, file.name,
 		p->symbol, (unsigned long long)offset,
 		filter > 0 ? "kernel filter on the PID" : "all processes, BPF filter on PIDs", file.path);
 	if (file.replaced)
@@ -251,7 +228,7 @@ static int attach_python_probes(struct session *s)
 		if (o->probes[i].kind != PROBE_PYTHON)
 			continue;
 		if (n == PYSPAN_MAX_PROBES) {
-			fail("too many py: probes: at most %d per capture", PYSPAN_MAX_PROBES);
+			cli_error("too many py: probes: at most %d per capture", PYSPAN_MAX_PROBES);
 			return -1;
 		}
 		py[n++] = (struct py_probe){ .probe_id = (unsigned int)i,
@@ -325,13 +302,13 @@ static int open_csv(struct session *s)
 			       ctx ? context_header : activity_header, 3, s->opts->layout,
 			       err, sizeof(err));
 	if (!s->csv) {
-		fail("%s", err);
+		cli_error("%s", err);
 		return -1;
 	}
 	s->rb = ring_buffer__new(span_engine_ringbuf_fd(span_tracer_object(s->spans)), on_span, s, NULL);
 	if (!s->rb || (s->py && ring_buffer__add(s->rb, span_engine_ringbuf_fd(pyspan_object(s->py)),
 						 on_span, s))) {
-		fail("cannot open the span ring buffer: %s", strerror(errno));
+		cli_error("cannot open the span ring buffer: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -341,7 +318,7 @@ static int open_csv(struct session *s)
 
 static void report_write_error(struct session *s)
 {
-	fail("writing %s failed: %s; %llu rows are in the file, %llu were not written: "
+	cli_error("writing %s failed: %s; %llu rows are in the file, %llu were not written: "
 	     "free space and start again", csv_file_path(s->csv), strerror(s->write_error),
 	     (unsigned long long)csv_file_rows_written(s->csv),
 	     (unsigned long long)csv_file_dropped(s->csv));
@@ -380,7 +357,7 @@ static int resources_start(struct session *s)
 		return 0;
 	if (resource_opts_for_record(&ro, o->resource_filters, o->n_resource_filters,
 				     o->resource_interval_s, err, sizeof(err))) {
-		fail("%s", err);
+		cli_error("%s", err);
 		return -1;
 	}
 	ro.storage_dir = o->output_dir;
@@ -392,10 +369,10 @@ static int resources_start(struct session *s)
 		return -1;
 	if (o->n_probes && span_resource_writer_open(&s->span_res, o->output_dir, o->layout,
 						     err, sizeof(err))) {
-		fail("%s", err);
+		cli_error("%s", err);
 		return -1;
 	}
-	verbose(o, "resource sampler attached: %s, every %.3g s",
+	cli_verbose(o->verbose, "resource sampler attached: %s, every %.3g s",
 		ro.root_pid > 0 ? "the target and its children" : "the whole system", ro.interval_s);
 	return 0;
 }
@@ -440,7 +417,7 @@ static int resources_finish(struct session *s)
 		fprintf(stderr, "resources: %llu span context rows\n",
 			(unsigned long long)span_resource_writer_rows(s->span_res));
 		if (span_resource_writer_close(s->span_res) || ret) {
-			fail("writing the span resource rows in %s failed", s->opts->output_dir);
+			cli_error("writing the span resource rows in %s failed", s->opts->output_dir);
 			ret = 1;
 		}
 		s->span_res = NULL;
@@ -449,7 +426,7 @@ static int resources_finish(struct session *s)
 		return ret;
 	resource_sampler_summary(s->res, stderr);
 	if (resource_sampler_stats(s->res)->write_errors) {
-		fail("writing the resource rows in %s failed: free space and start again",
+		cli_error("writing the resource rows in %s failed: free space and start again",
 		     s->opts->output_dir);
 		ret = 1;
 	}
@@ -591,7 +568,7 @@ static int start_target(struct session *s)
 	else
 		ret = target_attach_pid(&s->target, o->pid, err, sizeof(err));
 	if (ret)
-		fail("%s", err);
+		cli_error("%s", err);
 	return ret;
 }
 
@@ -615,16 +592,16 @@ static int setup(struct session *s)
 	    start_target(s) || load_tracer(s) || attach_probes(s))
 		return -1;
 	if (!s->target.launched && !target_alive(&s->target)) {
-		fail("process %d exited while the probes were being attached", s->target.pid);
+		cli_error("process %d exited while the probes were being attached", s->target.pid);
 		return -1;
 	}
 	wall_clock_sync(&s->clock);
 	if (open_csv(s) || resources_start(s))
 		return -1;
-	verbose(o, "probes live %.1f ms after start",
+	cli_verbose(o->verbose, "probes live %.1f ms after start",
 		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
-		fail("%s", err);
+		cli_error("%s", err);
 		return -1;
 	}
 	return 0;
@@ -665,7 +642,7 @@ static int setup_resources_only(struct session *s)
 	    (has_target(s) && start_target(s)) || resources_start(s))
 		return -1;
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
-		fail("%s", err);
+		cli_error("%s", err);
 		return -1;
 	}
 	return 0;
@@ -740,7 +717,7 @@ int record_run(const struct record_opts *opts)
 	int ret = 1;
 
 	if (!s) {
-		fail("out of memory");
+		cli_error("out of memory");
 		return 1;
 	}
 	s->opts = opts;
@@ -788,7 +765,7 @@ int record_main(int argc, char **argv)
 	int ret;
 
 	if (!opts) {
-		fail("out of memory");
+		cli_error("out of memory");
 		return 1;
 	}
 	ret = record_parse_args(argc, argv, opts);

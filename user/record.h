@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cli.h"
 #include "csv_writer.h"
 #include "probe_spec.h"
 #include "span_event.h"
@@ -42,9 +43,6 @@ struct record_opts {
 	int n_resource_filters;
 	double resource_interval_s; /* 0: from env/default */
 };
-
-/* Exit codes: usage errors 2, run-time errors 1. */
-#define EXIT_USAGE 2
 
 /* Parses argv (argv[0] = "record"). Returns 0, or EXIT_USAGE after
  * printing a one-line error, or -1 when --help was printed. */

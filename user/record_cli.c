@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Command line of `pmetrics record`. */
 #include "record.h"
+#include "cli.h"
 #include "resources.h"
 #include "python_probe.h"
 
@@ -128,13 +129,7 @@ void record_usage(FILE *out)
 		DEFAULT_RINGBUF_MB);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "pmetrics record: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, " (see pmetrics record --help)\n");
-	return EXIT_USAGE;
-}
+#define usage(...) usage_error("record", __VA_ARGS__)
 
 static int add_probe(struct record_opts *o, const char *arg)
 {
@@ -142,24 +137,24 @@ static int add_probe(struct record_opts *o, const char *arg)
 	char err[1024];
 
 	if (o->n_probes == SPAN_MAX_PROBES)
-		return usage_error("too many --probe options (at most 64): %s", arg);
+		return usage("too many --probe options (at most 64): %s", arg);
 	p = &o->probes[o->n_probes];
 	if (probe_spec_parse(arg, p, err, sizeof(err)) != 0)
-		return usage_error("%s", err);
+		return usage("%s", err);
 	if (p->kind == PROBE_PYTHON) {
 		struct py_probe py = { .module = p->binary, .qualname = p->symbol };
 		int n_python = 1;
 		if (pyspan_probe_check(&py, err, sizeof(err)))
-			return usage_error("%s", err);
+			return usage("%s", err);
 		for (int i = 0; i < o->n_probes; i++)
 			n_python += o->probes[i].kind == PROBE_PYTHON;
 		if (n_python > PYSPAN_MAX_PROBES)
-			return usage_error("too many py: probes (at most 8 per capture): %s", arg);
+			return usage("too many py: probes (at most 8 per capture): %s", arg);
 	}
 	for (int i = 0; i < o->n_probes; i++)
 		if (strcmp(o->probes[i].state, p->state) == 0 &&
 		    strcmp(o->probes[i].target, p->target) == 0)
-			return usage_error("--probe %s given twice: drop one", arg);
+			return usage("--probe %s given twice: drop one", arg);
 	o->n_probes++;
 	return 0;
 }
@@ -174,7 +169,7 @@ static int add_preset(struct record_opts *o, const char *name)
 	int ret = 0;
 
 	if (strcmp(name, "robot-server") != 0)
-		return usage_error("unknown preset '%s': the only preset is robot-server", name);
+		return usage("unknown preset '%s': the only preset is robot-server", name);
 	for (size_t i = 0; i < 2 && !ret; i++)
 		ret = add_probe(o, robot_server[i]);
 	o->preset_robot_server = true;
@@ -240,14 +235,14 @@ static int parse_resource_option(struct record_opts *o, int c, const char *arg)
 	}
 	if (c == OPT_INTERVAL) {
 		if (resource_opts_set_interval(&scratch, arg, err, sizeof(err)))
-			return usage_error("%s", err);
+			return usage("%s", err);
 		o->resource_interval_s = scratch.interval_s;
 		return 0;
 	}
 	if (resource_opts_add_filter(&scratch, arg, err, sizeof(err)))
-		return usage_error("%s", err);
+		return usage("%s", err);
 	if (o->n_resource_filters == (int)(sizeof(o->resource_filters) / sizeof(o->resource_filters[0])))
-		return usage_error("too many --process-filter globs: %s", arg);
+		return usage("too many --process-filter globs: %s", arg);
 	o->resource_filters[o->n_resource_filters++] = arg;
 	return 0;
 }
@@ -262,16 +257,16 @@ static int check_resource_options(struct record_opts *o)
 
 	if (!o->resources) {
 		if (o->n_resource_filters || o->resource_interval_s > 0)
-			return usage_error("--interval and --process-filter need --resources%s", "");
+			return usage("--interval and --process-filter need --resources");
 		return 0;
 	}
 	if (resource_opts_for_record(&ro, o->resource_filters, o->n_resource_filters,
 				     o->resource_interval_s, err, sizeof(err)))
-		return usage_error("%s", err);
+		return usage("%s", err);
 	if (!o->output_dir && getenv("OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR"))
 		o->output_dir = ro.storage_dir;
 	if (o->output_dir && o->output_dir[0] != '/')
-		return usage_error("--output-dir must be an absolute path with --resources, "
+		return usage("--output-dir must be an absolute path with --resources, "
 				   "as the tracker's storage dir, not '%s'", o->output_dir);
 	return 0;
 }
@@ -281,17 +276,17 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	switch (c) {
 	case 'p':
 		if (parse_pid(arg, &o->pid))
-			return usage_error("bad --pid '%s': give a process ID, e.g. --pid $(pidof -s server)", arg);
+			return usage("bad --pid '%s': give a process ID, e.g. --pid $(pidof -s server)", arg);
 		return 0;
 	case 'P':
 		return add_probe(o, arg);
 	case 'd':
 		if (duration_parse(arg, &o->duration_ns))
-			return usage_error("bad --duration '%s': use a number with a unit: 500ms, 30s, 5m, 1h", arg);
+			return usage("bad --duration '%s': use a number with a unit: 500ms, 30s, 5m, 1h", arg);
 		return 0;
 	case 'o':
 		if (!*arg)
-			return usage_error("empty --output-dir%s", "");
+			return usage("empty --output-dir");
 		o->output_dir = arg;
 		return 0;
 	case 'v':
@@ -302,7 +297,7 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_LAYOUT:
 		if (csv_layout_parse(arg, &o->layout))
-			return usage_error("bad --layout '%s': use context or activity", arg);
+			return usage("bad --layout '%s': use context or activity", arg);
 		return 0;
 	case OPT_PRESET:
 		return add_preset(o, arg);
@@ -312,14 +307,14 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 		else if (strcmp(arg, "coroutines") == 0)
 			o->python_hook = PYTHON_HOOK_COROUTINES;
 		else
-			return usage_error("bad --python-hook '%s': use calls or coroutines", arg);
+			return usage("bad --python-hook '%s': use calls or coroutines", arg);
 		return 0;
 	case OPT_BTF:
 		o->btf_path = arg;
 		return 0;
 	case OPT_RINGBUF:
 		if (parse_ringbuf(arg, &o->ringbuf_bytes))
-			return usage_error("bad --ringbuf-size '%s': MiB, a power of two from 1 to 1024", arg);
+			return usage("bad --ringbuf-size '%s': MiB, a power of two from 1 to 1024", arg);
 		return 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
@@ -329,7 +324,7 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case OPT_FILTER:
 		return parse_resource_option(o, c, arg);
 	default:
-		return usage_error("%s", "unknown option");
+		return usage("unknown option");
 	}
 }
 
@@ -350,8 +345,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 			if (c == ':' || optopt >= OPT_NO_CHILDREN || (optopt && strchr("pPdo", optopt)))
-				return usage_error("option %s needs a value", bad);
-			return usage_error("unknown option %s", bad);
+				return usage("option %s needs a value", bad);
+			return usage("unknown option %s", bad);
 		}
 		ret = parse_one(o, c, optarg);
 		if (ret)
@@ -360,11 +355,11 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	if (optind < argc)
 		o->command = &argv[optind];
 	if (o->pid && o->command)
-		return usage_error("give either --pid or a command after --, not both%s", "");
+		return usage("give either --pid or a command after --, not both");
 	if (!o->pid && !o->command && (!o->resources || o->n_probes))
-		return usage_error("no target: give --pid PID or -- COMMAND [ARGS...]%s", "");
+		return usage("no target: give --pid PID or -- COMMAND [ARGS...]");
 	if (o->n_probes == 0 && !o->resources)
-		return usage_error("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server%s", "");
+		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
 	if (o->python_hook == PYTHON_HOOK_DEFAULT)
 		o->python_hook = o->preset_robot_server ? PYTHON_HOOK_COROUTINES : PYTHON_HOOK_CALLS;
 	ret = check_resource_options(o);
