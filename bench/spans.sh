@@ -53,6 +53,34 @@ for m in $methods; do
 done
 for m in bpftrace funclatency; do command -v $m >/dev/null || echo "  $m: skipped (not installable here)"; done
 
+# bystander MODE...: pmetrics traces one spanprog (by --pid, MODE flags);
+# prints the per-call cost of ANOTHER spanprog, not its descendant,
+# running the same binary meanwhile.
+bystander() {
+	rm -f "$out/hold"
+	"$sp" -w "$out/hold" calls 1 >/dev/null & local t=$!
+	./pmetrics record -v -o "$out" --pid $t "$@" --probe E=:pm_empty 2>"$out/err" & local p=$!
+	for _ in $(seq 1 500); do grep -q "probes live" "$out/err" && break; sleep 0.01; done
+	"$sp" timed "$calls" | tail -n 1
+	touch "$out/hold"; wait $t; wait $p 2>/dev/null
+}
+declare -A by
+for r in $(seq 1 "$rounds"); do
+	by[follow]+="$(bystander) "
+	by[nochildren]+="$(bystander --no-children) "
+done
+echo "a bystander (same binary, not a descendant of the target) while pmetrics traces another process:"
+for k in follow nochildren; do
+	v=$(echo ${by[$k]} | tr ' ' '\n' | median)
+	u=$(echo ${samples[untraced]} | tr ' ' '\n' | median)
+	printf '  %-36s %9.1f ns/call   %6.3fx the floor, %+8.1f ns over untraced\n' \
+		"$([ $k = follow ] && echo "following children (the default):" || echo "--no-children:")" \
+		"$v" "$(awk -v a="$v" -v b="$floor" 'BEGIN { print a / b }')" "$(awk -v a="$v" -v b="$u" 'BEGIN { print a - b }')"
+done
+echo "  (following children puts the probes on the file system-wide and filters by PID in BPF,"
+echo "   so a bystander pays the trap pair, the floor, and one map lookup; --no-children"
+echo "   lets the kernel filter by PID: the bystander pays nothing)"
+
 echo
 # loader_run NAME ARGS...: spanprog ARGS traced by --pid (so the target's
 # own CPU time is not counted as the loader's); prints spans, CPU s, RSS KiB, lost
