@@ -60,8 +60,13 @@ endif
 DYN_LIBS := -lbpf -lelf -ljson-c -lz -lm -lpthread
 
 BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
-BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
-SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+# The span tracers are built a second time with PMETRICS_NO_BTF: without
+# a single CO-RE relocation, for kernels with no BTF at all (the loader
+# picks the build; see bpf/span.bpf.c).
+NOBTF_TRACERS := span pyspan
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS)) \
+	$(patsubst %,$(OUT)/bpf/%_nobtf.bpf.o,$(NOBTF_TRACERS))
+SKELS := $(patsubst $(OUT)/bpf/%.bpf.o,$(OUT)/%.skel.h,$(BPF_OBJS))
 # user/ and its wings (user/analyze/, ...).
 USER_SRCS := $(sort $(wildcard user/*.c user/*/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
@@ -99,6 +104,15 @@ $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(LLVM_STRIP) -g $@
+
+# The kernel feature probes must load where there is no BTF: no CO-RE.
+$(OUT)/bpf/kernel_probe.bpf.o: BPF_CFLAGS += -DBPF_NO_PRESERVE_ACCESS_INDEX
+
+$(OUT)/bpf/%_nobtf.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DPMETRICS_NO_BTF -DBPF_NO_PRESERVE_ACCESS_INDEX $(DEPFLAGS) -c $< -o $@
 	$(Q)$(LLVM_STRIP) -g $@
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o

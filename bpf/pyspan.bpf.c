@@ -533,8 +533,8 @@ int py_make_function(struct pt_regs *ctx)
 }
 
 /* A thread of the target that exits with calls pending never returns
- * from them. */
-SEC("tp_btf/sched_process_exit")
+ * from them. A raw tracepoint: a BTF one needs the kernel's own BTF. */
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(py_thread_exit, struct task_struct *task)
 {
 	/* the target as the loader named it, in its PID namespace */

@@ -3,7 +3,11 @@
  * call stack, the matching uretprobe pops it and emits its span (the
  * span engine of call_stack.bpf.h). A call is named by its probe, the
  * attach cookie. Processes are traced by PID (traced_tgids), children
- * followed through the fork tracepoint. */
+ * followed through the fork tracepoint.
+ *
+ * Built twice: as is, for kernels whose struct layout CO-RE can learn
+ * (their own BTF, or --btf FILE); and with PMETRICS_NO_BTF, reading no
+ * kernel struct at all, for kernels without BTF. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -33,21 +37,109 @@ struct {
 	__type(value, __u8);
 } ns_targets SEC(".maps");
 
-/* Is TGID, the current process, traced? */
-static __always_inline bool traced(__u32 tgid)
+static __always_inline void trace_tgid(__u32 tgid)
 {
-	__u32 ns_tgid;
 	__u8 one = 1;
 
-	if (bpf_map_lookup_elem(&traced_tgids, &tgid))
-		return true;
+	bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+}
+
+#ifndef PMETRICS_NO_BTF
+/* A new child of a traced process: traced from now on (a new thread of
+ * it needs nothing: same tgid). */
+static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
+{
+	__u32 tgid = BPF_CORE_READ(child, tgid);
+
+	if (tgid != parent_tgid)
+		trace_tgid(tgid);
+}
+
+static __always_inline bool adopted_current(__u32 tgid)
+{
+	return false;
+}
+
+static __always_inline void forget_child(struct task_struct *task) {}
+
+/* Has the process of TASK, which is exiting, no thread left? signal->live
+ * reaches 0 when its last thread exits (decremented in do_exit before
+ * the tracepoint). */
+static __always_inline bool last_thread(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, signal, live.counter) == 0;
+}
+#else
+/* Without the kernel's struct layout a child's tgid cannot be read at
+ * fork: its task pointer (a plain value) is remembered instead, and the
+ * child is recognised as the current task at its first probe hit or
+ * fork. LRU: a task that never gets that far must not keep a slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);   /* task_struct address */
+	__type(value, __u32); /* parent's tgid */
+} new_children SEC(".maps");
+
+static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
+{
+	__u64 key = (__u64)child;
+
+	bpf_map_update_elem(&new_children, &key, &parent_tgid, BPF_ANY);
+}
+
+/* Is the current task (of TGID) a child adopted at fork? (A new thread of
+ * a traced process is one too, and traced already: same tgid.) */
+static __always_inline bool adopted_current(__u32 tgid)
+{
+	__u64 key = bpf_get_current_task();
+
+	if (!bpf_map_lookup_elem(&new_children, &key))
+		return false;
+	bpf_map_delete_elem(&new_children, &key);
+	trace_tgid(tgid);
+	return true;
+}
+
+static __always_inline void forget_child(struct task_struct *task)
+{
+	__u64 key = (__u64)task;
+
+	bpf_map_delete_elem(&new_children, &key);
+}
+
+/* The process is over when its leader exits: its last thread but for
+ * processes whose leader ends first (pthread_exit), whose other threads
+ * then lose their spans. */
+static __always_inline bool last_thread(struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return (__u32)id == id >> 32;
+}
+#endif
+
+/* The target as the loader named it in its own PID namespace: is the
+ * current process, TGID to the kernel, that one? Then it is traced. */
+static __always_inline bool named_by_loader(__u32 tgid)
+{
+	__u32 ns_tgid;
+
 	if (!engine.pidns_ino)
 		return false;
 	ns_tgid = loader_pid_tgid() >> 32;
 	if (!ns_tgid || !bpf_map_lookup_elem(&ns_targets, &ns_tgid))
 		return false;
-	bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+	trace_tgid(tgid);
 	return true;
+}
+
+/* Is TGID, the current process, traced? */
+static __always_inline bool traced(__u32 tgid)
+{
+	if (bpf_map_lookup_elem(&traced_tgids, &tgid))
+		return true;
+	return adopted_current(tgid) || named_by_loader(tgid);
 }
 
 SEC("uprobe")
@@ -97,36 +189,32 @@ int BPF_KRETPROBE(span_exit)
 	return 0;
 }
 
-/* A thread that exits with calls pending never returns from them. */
-SEC("tp_btf/sched_process_exit")
+/* A thread that exits with calls pending never returns from them. Raw
+ * tracepoints, here and below: BTF ones need the kernel's own BTF. */
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(span_task_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
 	call_stack_thread_exit((__u32)id);
-	/* signal->live reaches 0 when the last thread of the process
-	 * exits (decremented in do_exit before this tracepoint). */
-	if (BPF_CORE_READ(task, signal, live.counter) == 0) {
+	if (last_thread(task)) {
 		bpf_map_delete_elem(&traced_tgids, &tgid);
+		forget_child(task);
 		if (engine.resources)
-			bpf_map_delete_elem(&rss_peaks, &tgid);
+			span_context_forget_process(tgid);
 	}
 	return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
+/* Following children. The parent is the current task. */
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(span_task_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
-	__u32 child_tgid = BPF_CORE_READ(child, tgid);
-	__u8 one = 1;
+	__u32 parent_tgid = bpf_get_current_pid_tgid() >> 32;
 
-	if (!follow_children || child_tgid == parent_tgid)
-		return 0;
-	/* the parent is the current task */
-	if (traced(parent_tgid))
-		bpf_map_update_elem(&traced_tgids, &child_tgid, &one, BPF_ANY);
+	if (follow_children && traced(parent_tgid))
+		adopt_child(child, parent_tgid);
 	return 0;
 }
 

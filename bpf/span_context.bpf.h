@@ -3,12 +3,16 @@
  * thread's scheduling and memory counters at the span's start and end,
  * and the highest RSS of its process in between. Part of the span engine
  * (bpf/call_stack.bpf.h); each span object gets its own maps. Include
- * after vmlinux.h, bpf_helpers.h and bpf_tracing.h. */
+ * after vmlinux.h, bpf_helpers.h and bpf_tracing.h.
+ *
+ * It reads kernel structs (task_struct, mm_struct) through CO-RE, so it
+ * needs BTF for the running kernel: its own or --btf FILE. The objects
+ * built with PMETRICS_NO_BTF, for kernels with neither, leave it out:
+ * then these are no-ops and the loader never turns resources on. */
 #ifndef PMETRICS_SPAN_CONTEXT_BPF_H
 #define PMETRICS_SPAN_CONTEXT_BPF_H
 
 #include "resource_records.h"
-#include "task_counters.bpf.h"
 
 /* Which span a start snapshot belongs to. A native call is its thread
  * and stack depth; a Python call or coroutine is its frame in its
@@ -18,6 +22,17 @@ struct span_context_key {
 	__u32 owner;
 	__u32 pad;
 };
+
+#ifdef PMETRICS_NO_BTF
+static __always_inline void span_context_begin(const struct span_context_key *key,
+					       __u32 tgid, __u32 tid) {}
+static __always_inline void span_context_drop(const struct span_context_key *key, __u32 tgid) {}
+static __always_inline void span_context_finish(struct span_resource_event *e,
+						const struct span_context_key *key,
+						__u32 tgid, __u32 tid) {}
+static __always_inline void span_context_forget_process(__u32 tgid) {}
+#else
+#include "task_counters.bpf.h"
 
 struct span_context_start {
 	struct resource_thread_snapshot snap;
@@ -79,13 +94,19 @@ static __always_inline void rss_peak_close(__u32 tgid)
 		__sync_fetch_and_add(&p->open, -1); /* clang 14 has no 32-bit atomic sub */
 }
 
+/* A process is gone: its peak with it. */
+static __always_inline void span_context_forget_process(__u32 tgid)
+{
+	bpf_map_delete_elem(&rss_peaks, &tgid);
+}
+
 /* A span begins on the current thread. */
 static __always_inline void span_context_begin(const struct span_context_key *key,
 					       __u32 tgid, __u32 tid)
 {
 	struct span_context_start start = { .tid = tid };
 
-	task_snapshot(bpf_get_current_task_btf(), &start.snap);
+	task_snapshot(current_task(), &start.snap);
 	bpf_map_update_elem(&span_starts, key, &start, BPF_ANY);
 	rss_peak_open(tgid, start.snap.rss_pages);
 }
@@ -109,7 +130,7 @@ static __always_inline void span_context_finish(struct span_resource_event *e,
 	struct span_context_start *start = bpf_map_lookup_elem(&span_starts, key);
 	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
 
-	task_snapshot(bpf_get_current_task_btf(), &e->end);
+	task_snapshot(current_task(), &e->end);
 	e->flags = 0;
 	e->pad = 0;
 	if (start && start->tid == tid) {
@@ -130,15 +151,17 @@ static __always_inline void span_context_finish(struct span_resource_event *e,
 /* Every change of a process's RSS counters made by the process itself
  * (a page fault, munmap) raises the peak of a process with spans open.
  * Changes made from other contexts (reclaim) only lower RSS, and the
- * peak does not care. Loaded only with resources on. */
-SEC("tp_btf/rss_stat")
+ * peak does not care. Loaded only with resources on. A raw tracepoint:
+ * the BTF one would need the kernel's own BTF, not only --btf FILE; its
+ * first two arguments are the same before and after 6.2. */
+SEC("raw_tp/rss_stat")
 int BPF_PROG(span_rss_stat, struct mm_struct *mm, int member)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct rss_peak *p = bpf_map_lookup_elem(&rss_peaks, &tgid);
 	__s64 rss;
 
-	if (!p || bpf_get_current_task_btf()->mm != mm)
+	if (!p || BPF_CORE_READ(current_task(), mm) != mm)
 		return 0;
 	rss = mm_rss_pages_approx(mm);
 	if (rss > p->peak_pages)
@@ -146,4 +169,5 @@ int BPF_PROG(span_rss_stat, struct mm_struct *mm, int member)
 	return 0;
 }
 
+#endif /* PMETRICS_NO_BTF */
 #endif

@@ -39,6 +39,13 @@ static __always_inline bool mm_rss_stat_is_atomic(void)
 	return bpf_core_field_exists(((struct mm_struct___old *)0)->rss_stat);
 }
 
+/* The current task, read through CO-RE (bpf_get_current_task_btf()
+ * would need the kernel's own BTF; CO-RE reads also work with --btf). */
+static __always_inline struct task_struct *current_task(void)
+{
+	return (struct task_struct *)bpf_get_current_task();
+}
+
 static __always_inline __s64 counter_positive(__s64 v)
 {
 	return v < 0 ? 0 : v;
@@ -72,8 +79,8 @@ static __always_inline __s64 mm_rss_pages_approx(struct mm_struct *mm)
 	       counter_positive(BPF_CORE_READ(now, rss_stat[MM_SHMEMPAGES].count));
 }
 
-/* TASK's own counters now (TASK is normally bpf_get_current_task_btf()).
- * on-CPU time is the scheduler's sum_exec_runtime, brought up to date at
+/* TASK's own counters now (TASK is normally current_task()).
+ * On-CPU time is the scheduler's sum_exec_runtime, brought up to date at
  * the last tick or switch: it lags the truth by at most one tick. */
 static __always_inline void task_snapshot(struct task_struct *task,
 					  struct resource_thread_snapshot *out)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 static struct bpf_object_open_opts open_opts = { .sz = sizeof(struct bpf_object_open_opts) };
+static enum kernel_btf kernel_btf = KERNEL_BTF_NONE;
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -40,11 +41,71 @@ static int check_btf_file(const char *path)
 
 int bpf_loader_init(const struct bpf_loader_settings *s)
 {
+	const char *test = getenv("PMETRICS_TEST_NO_BTF");
+
 	libbpf_set_print(s->verbose ? libbpf_log : NULL);
 	open_opts.btf_custom_path = s->btf_path;
 	if (s->btf_path && check_btf_file(s->btf_path))
 		return -1;
+	if ((!test || strcmp(test, "1") != 0) && access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		kernel_btf = KERNEL_BTF_OWN;
+	else
+		kernel_btf = s->btf_path ? KERNEL_BTF_FILE : KERNEL_BTF_NONE;
 	return 0;
+}
+
+enum kernel_btf bpf_loader_btf(void)
+{
+	return kernel_btf;
+}
+
+/* The section map holding OBJ's read-only globals. */
+static struct bpf_map *rodata_map(struct bpf_object *obj)
+{
+	struct bpf_map *map;
+	const char *name;
+	size_t n;
+
+	bpf_object__for_each_map(map, obj) {
+		name = bpf_map__name(map);
+		n = strlen(name);
+		if (bpf_map__is_internal(map) && n >= 7 && strcmp(name + n - 7, ".rodata") == 0)
+			return map;
+	}
+	return NULL;
+}
+
+void *bpf_loader_rodata(struct bpf_object *obj, const char *name, size_t size)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	struct bpf_map *map = rodata_map(obj);
+	const struct btf_var_secinfo *var;
+	const struct btf_type *sec;
+	size_t data_size;
+	char *data;
+	int id;
+
+	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+	/* libbpf hands out the initial values as const, but before load they
+	 * are the writable image skeletons fill their rodata through */
+	data = map ? (char *)bpf_map__initial_value(map, &data_size) : NULL;
+	sec = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	for (int i = 0; sec && data && i < btf_vlen(sec); i++) {
+		var = btf_var_secinfos(sec) + i;
+		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, var->type)->name_off), name))
+			continue;
+		if (var->size == size && var->offset + size <= data_size)
+			return data + var->offset;
+		break;
+	}
+	fprintf(stderr, "pmetrics: BPF object %s has no read-only %s of %zu bytes (a build "
+		"mismatch)\n", bpf_object__name(obj), name, size);
+	return NULL;
+}
+
+struct bpf_program *bpf_loader_program(struct bpf_object *obj, const char *name)
+{
+	return bpf_object__find_program_by_name(obj, name);
 }
 
 const struct bpf_object_open_opts *bpf_loader_open_opts(void)

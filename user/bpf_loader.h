@@ -19,12 +19,26 @@ struct bpf_loader_settings {
  * one-line error (a --btf file that is not BTF). */
 int bpf_loader_init(const struct bpf_loader_settings *s);
 
+/* Where CO-RE can learn the kernel's struct layout: its own BTF
+ * (/sys/kernel/btf/vmlinux), a --btf file, or nowhere. Objects reading
+ * kernel structs need one of the first two; BTF tracepoints and
+ * iterators need the kernel's own. PMETRICS_TEST_NO_BTF=1 in the
+ * environment makes pmetrics act as on a kernel without BTF (tests). */
+enum kernel_btf { KERNEL_BTF_NONE, KERNEL_BTF_FILE, KERNEL_BTF_OWN };
+enum kernel_btf bpf_loader_btf(void);
+
 /* The options every skeleton is opened with:
  *   skel = span_bpf__open_opts(bpf_loader_open_opts());
  * then bpf_loader_opened() reports a failure. */
 const struct bpf_object_open_opts *bpf_loader_open_opts(void);
 /* SKEL itself, or NULL after a one-line error naming WHAT. */
 void *bpf_loader_opened(void *skel, const char *what);
+
+/* Before load: the read-only global NAME of OBJ (SIZE bytes, checked),
+ * to be filled in; NULL after a one-line error when it is not there. */
+void *bpf_loader_rodata(struct bpf_object *obj, const char *name, size_t size);
+/* OBJ's program NAME (a name compiled into it). */
+struct bpf_program *bpf_loader_program(struct bpf_object *obj, const char *name);
 
 /* Sizes MAP before load; one-line error naming WHAT on failure. */
 int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *what);

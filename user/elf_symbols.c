@@ -170,8 +170,9 @@ static void format_suggestions(const struct suggestions *s, char *out, size_t le
 		used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "", s->names[i]);
 }
 
-int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
-		      char *suggest, size_t suggest_len, char *err, size_t errlen)
+int elf_symbol_lookup(const char *path, const char *name, uint64_t *offset,
+		      enum elf_symbol_table *table, char *suggest, size_t suggest_len,
+		      char *err, size_t errlen)
 {
 	struct suggestions s = { .n = 0 };
 	struct elf_file f;
@@ -191,6 +192,8 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == want)
 				found = search_symtab(f.elf, scn, &sh, name, &vaddr, &s);
 		}
+		if (found && table)
+			*table = pass == 0 ? ELF_SYMTAB : ELF_DYNSYM;
 	}
 	if (!found) {
 		format_suggestions(&s, suggest, suggest_len);
@@ -205,6 +208,30 @@ int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
 
 /* The first string of PATH's .dynamic entries of kind TAG that starts
  * with PREFIX ("" for any). Returns 0, or -1 when there is none. */
+int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
+		      char *suggest, size_t suggest_len, char *err, size_t errlen)
+{
+	return elf_symbol_lookup(path, name, offset, NULL, suggest, suggest_len, err, errlen);
+}
+
+bool elf_has_symtab(const char *path)
+{
+	char err[256];
+	struct elf_file f;
+	Elf_Scn *scn = NULL;
+	bool found = false;
+
+	if (elf_file_open(&f, path, err, sizeof(err)))
+		return false;
+	while (!found && (scn = elf_nextscn(f.elf, scn))) {
+		GElf_Shdr sh;
+
+		found = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
+	}
+	elf_file_close(&f);
+	return found;
+}
+
 static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
 			  char *out, size_t len)
 {

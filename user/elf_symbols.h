@@ -4,6 +4,7 @@
 #ifndef PMETRICS_ELF_SYMBOLS_H
 #define PMETRICS_ELF_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,17 @@
  * ELF file (reason in err). */
 int elf_symbol_offset(const char *path, const char *name, uint64_t *offset,
 		      char *suggest, size_t suggest_len, char *err, size_t errlen);
+
+/* Where elf_symbol_lookup() found a symbol. */
+enum elf_symbol_table { ELF_SYMTAB, ELF_DYNSYM };
+
+/* elf_symbol_offset() that also says which table held the symbol. */
+int elf_symbol_lookup(const char *path, const char *name, uint64_t *offset,
+		      enum elf_symbol_table *table, char *suggest, size_t suggest_len,
+		      char *err, size_t errlen);
+
+/* Whether PATH has a .symtab (not stripped to .dynsym). */
+bool elf_has_symtab(const char *path);
 
 /* Reads PATH's DT_SONAME into out (empty when absent). Returns 0 or -1. */
 int elf_soname(const char *path, char *out, size_t len);

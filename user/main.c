@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analyze.h"
+#include "check.h"
 #include "record.h"
 #include "wall_clock.h"
 
@@ -24,6 +25,7 @@ static void usage(FILE *out)
 "Commands:\n"
 "  record     trace a running PID or a command into CSV files\n"
 "  analyze    memory-vs-uptime trend analysis of exported reports or captures\n"
+"  check      what this kernel (and a target, with --pid) lets pmetrics do\n"
 "\n"
 "  pmetrics COMMAND --help   shows the options and examples of a command\n"
 "  pmetrics --version\n");
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
 		return record_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "analyze") == 0)
 		return analyze_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return check_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
@@ -49,7 +53,7 @@ int main(int argc, char **argv)
 		printf("pmetrics %s\n", PMETRICS_VERSION);
 		return 0;
 	}
-	fprintf(stderr, "pmetrics: unknown command '%s': use record or analyze "
+	fprintf(stderr, "pmetrics: unknown command '%s': use record, check or analyze "
 		"(see pmetrics --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

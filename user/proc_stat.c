@@ -13,22 +13,28 @@
  * parentheses, so fields are counted from the last ')'. */
 static int parse(char *buf, struct proc_stat *out)
 {
-	char *at = strrchr(buf, ')');
+	char *open = strchr(buf, '('), *at = strrchr(buf, ')');
 
-	if (!at || at[1] != ' ' || !at[2])
+	if (!open || !at || at < open || at[1] != ' ' || !at[2])
 		return -EINVAL;
+	snprintf(out->comm, sizeof(out->comm), "%.*s", (int)(at - open - 1), open + 1);
 	at += 2;
 	out->state = *at;
-	/* state is field 3; ppid field 4; starttime field 22 */
-	for (int field = 3; field < 22; field++) {
+	/* state is field 3; the loop stands on field N + 1 after step N */
+	for (int field = 3; field < 24; field++) {
 		at = strchr(at, ' ');
 		if (!at)
 			return -EINVAL;
 		at++;
-		if (field == 3)
-			out->ppid = (pid_t)strtol(at, NULL, 10);
+		switch (field + 1) {
+		case 4: out->ppid = (pid_t)strtol(at, NULL, 10); break;
+		case 9: out->flags = (unsigned int)strtoul(at, NULL, 10); break;
+		case 14: out->utime_ticks = strtoull(at, NULL, 10); break;
+		case 15: out->stime_ticks = strtoull(at, NULL, 10); break;
+		case 22: out->start_ticks = strtoull(at, NULL, 10); break;
+		case 24: out->rss_pages = strtoll(at, NULL, 10); break;
+		}
 	}
-	out->start_ticks = strtoull(at, NULL, 10);
 	return 0;
 }
 

@@ -7,9 +7,14 @@
 #include <sys/types.h>
 
 struct proc_stat {
+	char comm[64];        /* field 2, without its parentheses */
 	char state;           /* R, S, D, Z, X, ... */
 	pid_t ppid;
+	unsigned int flags;   /* PF_* (PF_KTHREAD: a kernel thread) */
+	uint64_t utime_ticks; /* fields 14, 15: the process's CPU time */
+	uint64_t stime_ticks;
 	uint64_t start_ticks; /* field 22: clock ticks after boot */
+	int64_t rss_pages;    /* field 24 */
 };
 
 /* Reads "stat" in DIRFD, an open /proc/PID directory (which stays bound

@@ -10,6 +10,7 @@
 #include "elf_symbols.h"
 #include "span_engine.h"
 #include "pyspan.skel.h"
+#include "pyspan_nobtf.skel.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,7 +26,11 @@
 #define WHAT "the Python span tracer"
 
 struct pyspan {
-	struct pyspan_bpf *skel;
+	/* One of the two builds of bpf/pyspan.bpf.c: with CO-RE, or for a
+	 * kernel without BTF. Everything else goes through obj. */
+	struct pyspan_bpf *core;
+	struct pyspan_nobtf_bpf *nobtf;
+	struct bpf_object *obj;
 	struct bpf_links links;
 	struct python_interp interp;
 	bool gen_hook;          /* coroutine hook on the generator step function */
@@ -211,13 +216,14 @@ static int symbol_offset(const struct pyspan *p, const char *sym, bool required,
 	return rc;
 }
 
-static int attach_uprobe(struct pyspan *p, struct bpf_program *prog, bool ret_probe,
+static int attach_uprobe(struct pyspan *p, const char *prog, bool ret_probe,
 			 pid_t pid, const char *sym, uint64_t off)
 {
+	struct bpf_program *program = bpf_loader_program(p->obj, prog);
 	char what[128];
 
 	snprintf(what, sizeof(what), "a %s to %s", ret_probe ? "uretprobe" : "uprobe", sym);
-	return bpf_links_add(&p->links, bpf_program__attach_uprobe(prog, ret_probe, pid,
+	return bpf_links_add(&p->links, bpf_program__attach_uprobe(program, ret_probe, pid,
 								    p->interp.path, (size_t)off), what);
 }
 
@@ -297,8 +303,8 @@ static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
 
 /* Entry and return probes at SYM, looked up once. An optional SYM that
  * this build does not have is skipped. */
-static int attach_pair(struct pyspan *p, const struct pyspan_target *t, struct bpf_program *entry,
-		       struct bpf_program *ret, const char *sym, bool required)
+static int attach_pair(struct pyspan *p, const struct pyspan_target *t, const char *entry,
+		       const char *ret, const char *sym, bool required)
 {
 	uint64_t off;
 	int rc = symbol_offset(p, sym, required, &off);
@@ -317,16 +323,14 @@ static int attach_pair(struct pyspan *p, const struct pyspan_target *t, struct b
 
 static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
 {
-	struct pyspan_bpf *skel = p->skel;
 	const char *syms[GEN_STEP_MAX];
 	int n, rc = 0;
 
 	if (!p->gen_hook)
-		return attach_pair(p, t, skel->progs.py_entry, skel->progs.py_return,
-				   "_PyEval_EvalFrameDefault", true);
+		return attach_pair(p, t, "py_entry", "py_return", "_PyEval_EvalFrameDefault", true);
 	n = gen_step_symbols(&p->interp, syms);
 	for (int i = 0; i < n && rc == 0; i++)
-		rc = attach_pair(p, t, skel->progs.py_gen_entry, skel->progs.py_gen_return, syms[i], i == 0);
+		rc = attach_pair(p, t, "py_gen_entry", "py_gen_return", syms[i], i == 0);
 	return rc;
 }
 
@@ -337,37 +341,71 @@ static int attach_def_hook(struct pyspan *p, const struct pyspan_target *t)
 	uint64_t off;
 	int rc = symbol_offset(p, sym, true, &off);
 
-	return rc ? rc : attach_uprobe(p, p->skel->progs.py_make_function, false, t->pid, sym, off);
+	return rc ? rc : attach_uprobe(p, "py_make_function", false, t->pid, sym, off);
+}
+
+static struct bpf_object *open_build(struct pyspan *p)
+{
+	if (bpf_loader_btf() != KERNEL_BTF_NONE) {
+		p->core = bpf_loader_opened(pyspan_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+		return p->core ? p->core->obj : NULL;
+	}
+	p->nobtf = bpf_loader_opened(pyspan_nobtf_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+	return p->nobtf ? p->nobtf->obj : NULL;
+}
+
+static void set_autoload(struct pyspan *p, const char *prog, bool on)
+{
+	bpf_program__set_autoload(bpf_loader_program(p->obj, prog), on);
+}
+
+/* The interpreter's layout and the probe table, read-only for BPF. */
+static int set_config(struct pyspan *p, const struct pyspan_target *t,
+		      const struct pyspan_layout *layout)
+{
+	struct bpf_object *o = p->obj;
+	__u32 *tgid = bpf_loader_rodata(o, "targ_tgid", sizeof(*tgid));
+	__u32 *n_probes = bpf_loader_rodata(o, "n_probes", sizeof(*n_probes));
+	struct pyspan_layout *l = bpf_loader_rodata(o, "layout", sizeof(*l));
+	struct pyspan_probe_cfg *probes =
+		bpf_loader_rodata(o, "probes", PYSPAN_MAX_PROBES * sizeof(*probes));
+
+	if (!tgid || !n_probes || !l || !probes)
+		return -EINVAL;
+	*tgid = (__u32)t->pid;
+	*n_probes = (__u32)p->n_probes;
+	*l = *layout;
+	for (int i = 0; i < p->n_probes; i++)
+		pyspan_probe_cfg_fill(&p->probes[i], &probes[i]);
+	return 0;
 }
 
 /* Read-only data, map sizes and which programs load. */
 static int configure(struct pyspan *p, const struct pyspan_target *t,
 		     const struct pyspan_layout *layout)
 {
-	struct pyspan_bpf *skel = p->skel;
+	struct span_engine_config *config = bpf_loader_rodata(p->obj, "engine", sizeof(*config));
 	struct span_engine_opts engine = {
 		.ringbuf_bytes = t->ringbuf_bytes,
 		.resources = t->resources,
 		/* the hooks also see the returns of calls never timed */
 		.returns_need_entry = false,
 	};
+	int rc = set_config(p, t, layout);
 
-	skel->rodata->targ_tgid = (__u32)t->pid;
-	skel->rodata->n_probes = (__u32)p->n_probes;
-	memcpy((void *)&skel->rodata->layout, layout, sizeof(*layout));
-	for (int i = 0; i < p->n_probes; i++)
-		pyspan_probe_cfg_fill(&p->probes[i], (struct pyspan_probe_cfg *)&skel->rodata->probes[i]);
+	if (rc || !config)
+		return rc ? rc : -EINVAL;
 	p->gen_hook = use_gen_hook(p, t);
 	/* 3.8-3.10 plain functions learn their qualname at the def statement;
 	 * the coroutine hook times no plain function, so it pays no trap
 	 * per def, lambda or closure either. */
 	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
-	bpf_program__set_autoload(skel->progs.py_make_function, p->def_hook);
-	bpf_program__set_autoload(skel->progs.py_entry, !p->gen_hook);
-	bpf_program__set_autoload(skel->progs.py_return, !p->gen_hook);
-	bpf_program__set_autoload(skel->progs.py_gen_entry, p->gen_hook);
-	bpf_program__set_autoload(skel->progs.py_gen_return, p->gen_hook);
-	return span_engine_configure(skel->obj, &skel->rodata->engine, &engine, WHAT);
+	set_autoload(p, "py_make_function", p->def_hook);
+	set_autoload(p, "py_entry", !p->gen_hook);
+	set_autoload(p, "py_return", !p->gen_hook);
+	set_autoload(p, "py_gen_entry", p->gen_hook);
+	set_autoload(p, "py_gen_return", p->gen_hook);
+	return span_engine_configure(p->obj, config, &engine, WHAT);
 }
 
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
@@ -375,18 +413,19 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 {
 	int rc;
 
-	p->skel = bpf_loader_opened(pyspan_bpf__open_opts(bpf_loader_open_opts()), WHAT);
-	if (!p->skel)
+	p->obj = open_build(p);
+	if (!p->obj)
 		return -EINVAL;
-	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->skel->obj, WHAT)))
+	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->obj, WHAT)))
 		return rc;
 	if ((rc = attach_hooks(p, t)))
 		return rc;
 	if (p->def_hook && (rc = attach_def_hook(p, t)))
 		return rc;
-	if ((rc = span_engine_attach(p->skel->obj, &p->links)))
+	if ((rc = span_engine_attach(p->obj, &p->links)))
 		return rc;
-	return bpf_links_attach(&p->links, p->skel->progs.py_thread_exit, "the thread-exit tracepoint");
+	return bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_thread_exit"),
+				"the thread-exit tracepoint");
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
@@ -446,12 +485,18 @@ fail:
 
 struct bpf_object *pyspan_object(const struct pyspan *p)
 {
-	return p->skel->obj;
+	return p->obj;
+}
+
+/* A map of the Python tracer's own (not the engine's). */
+static int own_map_fd(const struct pyspan *p, const char *name)
+{
+	return bpf_map__fd(bpf_object__find_map_by_name(p->obj, name));
 }
 
 __u64 pyspan_probe_counter(const struct pyspan *p, int idx, __u32 kind)
 {
-	return percpu_counter_sum(bpf_map__fd(p->skel->maps.probe_counters),
+	return percpu_counter_sum(own_map_fd(p, "probe_counters"),
 			  (__u32)idx * PYSPAN_PC_MAX + kind);
 }
 
@@ -486,7 +531,7 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 static __u64 open_coroutines(const struct pyspan *p)
 {
 	struct open_coro value;
-	int fd = bpf_map__fd(p->skel->maps.open_coros);
+	int fd = own_map_fd(p, "open_coros");
 	__u64 key, next, n = 0;
 	void *prev = NULL;
 
@@ -523,6 +568,47 @@ void pyspan_close(struct pyspan *p)
 	if (!p)
 		return;
 	bpf_links_destroy(&p->links);
-	pyspan_bpf__destroy(p->skel);
+	pyspan_bpf__destroy(p->core);
+	pyspan_nobtf_bpf__destroy(p->nobtf);
 	free(p);
+}
+
+/* Whether and where the interpreter has SYM: one line of the report. */
+static void report_point(struct pyspan_report *r, const char *sym)
+{
+	struct pyspan_hook_point *pt = &r->points[r->n_points];
+	char suggest[8], err[256];
+	enum elf_symbol_table table;
+	uint64_t off = 0;
+
+	if (r->n_points == PYSPAN_REPORT_POINTS)
+		return;
+	r->n_points++;
+	pt->symbol = sym;
+	pt->found = elf_symbol_lookup(r->interp.path, sym, &off, &table, suggest, sizeof(suggest),
+				      err, sizeof(err)) == 0;
+	pt->in_dynsym = pt->found && table == ELF_DYNSYM;
+	pt->offset = off;
+}
+
+int pyspan_report(const struct target_view *v, struct pyspan_report *r, char *err, size_t errlen)
+{
+	struct pyspan_layout layout;
+	const char *syms[GEN_STEP_MAX];
+	int rc, n;
+
+	memset(r, 0, sizeof(*r));
+	rc = python_interp_of_view(v, &r->interp, err, errlen);
+	if (rc)
+		return rc;
+	r->stripped = !elf_has_symtab(r->interp.path);
+	r->supported = !r->interp.free_threaded &&
+		       pyspan_layout_for(r->interp.major, r->interp.minor, &layout) == 0;
+	report_point(r, "_PyEval_EvalFrameDefault");
+	if (r->interp.major == 3 && r->interp.minor <= 10)
+		report_point(r, "PyFunction_NewWithQualName");
+	n = gen_step_symbols(&r->interp, syms);
+	for (int i = 0; i < n; i++)
+		report_point(r, syms[i]);
+	return 0;
 }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "library_resolver.h"
+#include "python_elf.h"
 
 struct bpf_object;
 
@@ -52,5 +53,28 @@ struct bpf_object *pyspan_object(const struct pyspan *p);
  * coroutines still running at the end. */
 void pyspan_summary(const struct pyspan *p, FILE *out);
 void pyspan_close(struct pyspan *p);
+
+/* What `pmetrics check --pid` says about a Python target: its
+ * interpreter, and for each function a hook may go into, whether the
+ * interpreter has it and in which symbol table. */
+#define PYSPAN_REPORT_POINTS 12
+struct pyspan_hook_point {
+	const char *symbol;
+	bool found;
+	bool in_dynsym;     /* found only in .dynsym (what a stripped file keeps) */
+	unsigned long long offset;
+};
+
+struct pyspan_report {
+	struct python_interp interp;
+	bool stripped;      /* no .symtab */
+	bool supported;     /* a version whose struct layout pmetrics knows */
+	int n_points;
+	struct pyspan_hook_point points[PYSPAN_REPORT_POINTS];
+};
+
+/* Fills R for the target seen through V. Returns 0, or -errno with a
+ * one-line reason in err (not a CPython process, ...). */
+int pyspan_report(const struct target_view *v, struct pyspan_report *r, char *err, size_t errlen);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "bpf_loader.h"
 #include "cli.h"
+#include "kernel_check.h"
 #include "elf_symbols.h"
 #include "pyspan.h"
 #include "pyspan_config.h"
@@ -52,6 +53,10 @@ struct session {
 	struct resource_sampler *res; /* --resources */
 	struct span_resource_writer *span_res; /* --resources with probes */
 	uint64_t span_res_flushed_ns;
+	/* What this kernel allows of what was asked (check_kernel()). */
+	bool follow_children;
+	bool span_context;      /* robot_context_resources */
+	bool resources_procfs;  /* the series from /proc, not BPF */
 };
 
 uint64_t pmetrics_start_ns;
@@ -85,19 +90,61 @@ static int check_privileges(void)
 	return -1;
 }
 
-/* The BPF objects need the kernel's BTF: its own, or --btf FILE (which
- * bpf_loader_init() checks). */
-static int check_btf(const struct record_opts *o)
+/* The BPF loader's settings, once: -v and --btf (a bad file is named). */
+static int init_loader(const struct record_opts *o)
 {
 	struct bpf_loader_settings loader = { .btf_path = o->btf_path, .verbose = o->verbose };
 
-	if (bpf_loader_init(&loader))
+	return bpf_loader_init(&loader);
+}
+
+static void say_capability(const struct capability_report *caps, enum capability c)
+{
+	char line[1024];
+
+	capability_format(&caps[c], line, sizeof(line));
+	cli_error("%s: %s", capability_name(c), line);
+}
+
+static bool has_probes(const struct record_opts *o, enum probe_kind kind)
+{
+	for (int i = 0; i < o->n_probes; i++)
+		if (o->probes[i].kind == kind)
+			return true;
+	return false;
+}
+
+/* The check `pmetrics check` prints, in its words: what was asked for
+ * and this kernel cannot do fails now; what it can do only in part is
+ * said once and done that way. */
+static int check_kernel(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	kernel_check_probe(&f);
+	kernel_check_capabilities(&f, caps);
+	if ((has_probes(o, PROBE_NATIVE) && caps[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING) ||
+	    (has_probes(o, PROBE_PYTHON) && caps[CAP_PYTHON_SPANS].state == CAPABILITY_MISSING)) {
+		say_capability(caps, has_probes(o, PROBE_NATIVE) ? CAP_NATIVE_SPANS : CAP_PYTHON_SPANS);
 		return -1;
-	if (o->btf_path || access("/sys/kernel/btf/vmlinux", R_OK) == 0)
-		return 0;
-	cli_error("this kernel has no BTF (/sys/kernel/btf/vmlinux missing): use a kernel "
-	     "built with CONFIG_DEBUG_INFO_BTF=y, or pass --btf FILE with this kernel's BTF");
-	return -1;
+	}
+	/* a child's end seen a little less exactly needs no warning */
+	s->follow_children = o->follow_children && o->n_probes;
+	if (s->follow_children && (caps[CAP_CHILDREN].state == CAPABILITY_MISSING || o->verbose))
+		if (caps[CAP_CHILDREN].state != CAPABILITY_OK)
+			say_capability(caps, CAP_CHILDREN);
+	s->follow_children &= caps[CAP_CHILDREN].state != CAPABILITY_MISSING;
+	s->span_context = o->resources && o->n_probes;
+	if (s->span_context && caps[CAP_SPAN_CONTEXT].state != CAPABILITY_OK) {
+		say_capability(caps, CAP_SPAN_CONTEXT);
+		s->span_context = caps[CAP_SPAN_CONTEXT].state == CAPABILITY_DEGRADED;
+	}
+	s->resources_procfs = o->resources && caps[CAP_RESOURCES].state != CAPABILITY_OK;
+	if (s->resources_procfs)
+		say_capability(caps, CAP_RESOURCES);
+	return 0;
 }
 
 /* mkdir -p that remembers what it made, so a failed start can undo it. */
@@ -157,7 +204,7 @@ static int attach_native_probe(struct session *s, uint32_t id)
 	char err[1024], suggest[512];
 	struct resolved_file file;
 	uint64_t offset;
-	pid_t filter = o->follow_children ? -1 : s->target.pid;
+	pid_t filter = s->follow_children ? -1 : s->target.pid;
 	int ret;
 
 	if (resolve_binary(&s->target.view, p->binary, &file, err, sizeof(err))) {
@@ -195,10 +242,10 @@ static int load_tracer(struct session *s)
 {
 	const struct record_opts *o = s->opts;
 	struct span_tracer_opts topts = {
-		.follow_children = o->follow_children,
+		.follow_children = s->follow_children,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.empty_probes = o->bench_floor,
-		.resources = o->resources,
+		.resources = s->span_context,
 	};
 
 	if (span_tracer_load(&s->spans, &topts) ||
@@ -216,10 +263,10 @@ static int attach_python_probes(struct session *s)
 	struct pyspan_target t = {
 		.pid = s->target.pid,
 		.view = &s->target.view,
-		.follow_children = o->follow_children,
+		.follow_children = s->follow_children,
 		.verbose = o->verbose,
 		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
-		.resources = o->resources,
+		.resources = s->span_context,
 		.ringbuf_bytes = o->ringbuf_bytes,
 	};
 	int n = 0;
@@ -363,11 +410,12 @@ static int resources_start(struct session *s)
 	ro.storage_dir = o->output_dir;
 	ro.root_pid = s->target.pid;
 	ro.follow_children = o->follow_children;
+	ro.procfs = s->resources_procfs;
 	ro.layout = o->layout;
 	ro.verbose = o->verbose;
 	if (resource_sampler_open(&s->res, &ro))
 		return -1;
-	if (o->n_probes && span_resource_writer_open(&s->span_res, o->output_dir, o->layout,
+	if (s->span_context && span_resource_writer_open(&s->span_res, o->output_dir, o->layout,
 						     err, sizeof(err))) {
 		cli_error("%s", err);
 		return -1;
@@ -588,8 +636,8 @@ static int setup(struct session *s)
 	const struct record_opts *o = s->opts;
 	char err[1024];
 
-	if (check_privileges() || check_btf(o) || make_output_dir(s, o->output_dir) ||
-	    start_target(s) || load_tracer(s) || attach_probes(s))
+	if (check_privileges() || init_loader(o) || check_kernel(s) ||
+	    make_output_dir(s, o->output_dir) || start_target(s) || load_tracer(s) || attach_probes(s))
 		return -1;
 	if (!s->target.launched && !target_alive(&s->target)) {
 		cli_error("process %d exited while the probes were being attached", s->target.pid);
@@ -638,8 +686,9 @@ static int setup_resources_only(struct session *s)
 	const struct record_opts *o = s->opts;
 	char err[1024];
 
-	if (check_privileges() || check_btf(o) || make_output_dir(s, o->output_dir) ||
-	    (has_target(s) && start_target(s)) || resources_start(s))
+	if (check_privileges() || init_loader(o) || check_kernel(s) ||
+	    make_output_dir(s, o->output_dir) || (has_target(s) && start_target(s)) ||
+	    resources_start(s))
 		return -1;
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
 		cli_error("%s", err);

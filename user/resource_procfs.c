@@ -2,6 +2,7 @@
 /* The few /proc reads of the resource sampler; see resource_procfs.h. */
 #include "resource_procfs.h"
 #include "proc_stat.h"
+#include "resource_records.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,5 +275,42 @@ int resource_mkdirs(const char *path)
 	}
 	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
 		return -1;
+	return 0;
+}
+
+#define PF_KTHREAD 0x00200000u
+
+/* FNV-1a of the command name: the exec generation /proc cannot give. */
+static uint64_t comm_hash(const char *comm)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *comm; comm++)
+		h = (h ^ (unsigned char)*comm) * 0x100000001b3ull;
+	return h;
+}
+
+int resource_procfs_task(uint32_t pid, long clk_tck, struct resource_task *out)
+{
+	uint64_t tick_ns = 1000000000ull / (uint64_t)clk_tck;
+	struct proc_stat st;
+	int err = proc_stat_read((pid_t)pid, &st);
+
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	if (st.flags & PF_KTHREAD)
+		return -EPERM;
+	memset(out, 0, sizeof(*out));
+	out->tgid = out->tid = pid;
+	out->ppid = (uint32_t)st.ppid;
+	out->flags = RESOURCE_TASK_LEADER;
+	if (st.state == 'Z' || st.state == 'X')
+		out->flags |= RESOURCE_TASK_ZOMBIE;
+	out->group_utime_ns = st.utime_ticks * tick_ns;
+	out->group_stime_ns = st.stime_ticks * tick_ns;
+	out->group_runtime_ns = out->group_utime_ns + out->group_stime_ns;
+	out->start_boottime_ns = st.start_ticks * tick_ns;
+	out->exec_id = comm_hash(st.comm);
+	out->rss_pages = st.rss_pages;
 	return 0;
 }

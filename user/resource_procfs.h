@@ -49,6 +49,16 @@ void resource_format_command(const char *raw, size_t len, char *out, size_t outl
 int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck,
 			  char **out);
 
+struct resource_task;
+
+/* One process as the BPF task iterator would describe its leader, from
+ * /proc/PID/stat (and schedstat, when the kernel keeps it): for the
+ * sampler's /proc fallback. The exec generation is not in /proc: a hash
+ * of the command name (comm) stands for it, which changes on nearly
+ * every exec. Kernel threads are skipped. Returns 0, or -errno (-ESRCH
+ * gone, -EPERM a kernel thread). */
+int resource_procfs_task(uint32_t pid, long clk_tck, struct resource_task *out);
+
 /* MemAvailable in bytes from /proc/meminfo. */
 int resource_read_mem_available(uint64_t *bytes);
 

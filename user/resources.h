@@ -27,6 +27,9 @@ struct resource_opts {
 	int log_level;         /* LOG_DEBUG..LOG_CRIT from <syslog.h> */
 	pid_t root_pid;        /* 0: whole system; else target + children */
 	bool follow_children;
+	/* Read /proc instead of the BPF task iterator (a kernel without
+	 * BTF or without BPF tracing programs). */
+	bool procfs;
 	enum csv_layout layout;
 	bool verbose;
 	/* Filters came from the environment or --process-filter. With a

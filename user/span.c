@@ -10,14 +10,29 @@
 #include <string.h>
 
 #include "span.skel.h"
+#include "span_nobtf.skel.h"
 
 #define WHAT "the native span tracer"
 
 struct span_tracer {
-	struct span_bpf *skel;
+	/* One of the two builds of bpf/span.bpf.c: with CO-RE, or for a
+	 * kernel without BTF. Everything else goes through obj. */
+	struct span_bpf *core;
+	struct span_nobtf_bpf *nobtf;
+	struct bpf_object *obj;
 	bool empty_probes;
 	struct bpf_links links;
 };
+
+static struct bpf_object *open_build(struct span_tracer *t)
+{
+	if (bpf_loader_btf() != KERNEL_BTF_NONE) {
+		t->core = bpf_loader_opened(span_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+		return t->core ? t->core->obj : NULL;
+	}
+	t->nobtf = bpf_loader_opened(span_nobtf_bpf__open_opts(bpf_loader_open_opts()), WHAT);
+	return t->nobtf ? t->nobtf->obj : NULL;
+}
 
 static int configure(struct span_tracer *t, const struct span_tracer_opts *opts)
 {
@@ -26,12 +41,16 @@ static int configure(struct span_tracer *t, const struct span_tracer_opts *opts)
 		.resources = opts->resources,
 		.returns_need_entry = true,
 	};
+	struct span_engine_config *config = bpf_loader_rodata(t->obj, "engine", sizeof(*config));
+	bool *follow = bpf_loader_rodata(t->obj, "follow_children", sizeof(*follow));
 
+	if (!config || !follow)
+		return -EINVAL;
 	t->empty_probes = opts->empty_probes;
-	bpf_program__set_autoload(t->skel->progs.span_enter_empty, opts->empty_probes);
-	bpf_program__set_autoload(t->skel->progs.span_exit_empty, opts->empty_probes);
-	t->skel->rodata->follow_children = opts->follow_children;
-	return span_engine_configure(t->skel->obj, &t->skel->rodata->engine, &engine, WHAT);
+	bpf_program__set_autoload(bpf_loader_program(t->obj, "span_enter_empty"), opts->empty_probes);
+	bpf_program__set_autoload(bpf_loader_program(t->obj, "span_exit_empty"), opts->empty_probes);
+	*follow = opts->follow_children;
+	return span_engine_configure(t->obj, config, &engine, WHAT);
 }
 
 int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *opts)
@@ -41,10 +60,10 @@ int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *op
 
 	if (!t)
 		return err;
-	t->skel = bpf_loader_opened(span_bpf__open_opts(bpf_loader_open_opts()), WHAT);
-	err = t->skel ? configure(t, opts) : -EINVAL;
+	t->obj = open_build(t);
+	err = t->obj ? configure(t, opts) : -EINVAL;
 	if (!err)
-		err = bpf_loader_load(t->skel->obj, WHAT);
+		err = bpf_loader_load(t->obj, WHAT);
 	if (err) {
 		span_tracer_destroy(t);
 		return err;
@@ -55,14 +74,14 @@ int span_tracer_load(struct span_tracer **out, const struct span_tracer_opts *op
 
 int span_tracer_add_process(struct span_tracer *t, pid_t pid)
 {
-	struct bpf_map *map = t->skel->maps.traced_tgids;
+	struct bpf_map *map = bpf_object__find_map_by_name(t->obj, "traced_tgids");
 	uint64_t dev, ino;
 	__u32 tgid = (__u32)pid;
 	__u8 one = 1;
 
 	/* PIDs of pmetrics' own namespace: BPF learns their kernel PIDs */
 	if (span_engine_in_pidns(&dev, &ino))
-		map = t->skel->maps.ns_targets;
+		map = bpf_object__find_map_by_name(t->obj, "ns_targets");
 	if (bpf_map__update_elem(map, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY)) {
 		fprintf(stderr, "pmetrics: cannot trace process %d: %s\n", pid, strerror(errno));
 		return -errno;
@@ -72,23 +91,24 @@ int span_tracer_add_process(struct span_tracer *t, pid_t pid)
 
 int span_tracer_attach_tracking(struct span_tracer *t)
 {
-	int err = bpf_links_attach(&t->links, t->skel->progs.span_task_exit,
+	int err = bpf_links_attach(&t->links, bpf_loader_program(t->obj, "span_task_exit"),
 				   "the thread-exit tracepoint");
 
 	if (!err)
-		err = bpf_links_attach(&t->links, t->skel->progs.span_task_fork,
+		err = bpf_links_attach(&t->links, bpf_loader_program(t->obj, "span_task_fork"),
 				       "the fork tracepoint");
 	if (!err)
-		err = span_engine_attach(t->skel->obj, &t->links);
+		err = span_engine_attach(t->obj, &t->links);
 	return err;
 }
 
 /* One uprobe or uretprobe, kept; errors are reported by the caller. */
-static int attach_uprobe(struct span_tracer *t, struct bpf_program *prog, bool ret,
+static int attach_uprobe(struct span_tracer *t, const char *prog, bool ret,
 			 uint32_t probe_id, const char *path, uint64_t offset, pid_t pid)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = probe_id, .retprobe = ret);
-	struct bpf_link *link = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)offset, &opts);
+	struct bpf_link *link = bpf_program__attach_uprobe_opts(bpf_loader_program(t->obj, prog),
+								pid, path, (size_t)offset, &opts);
 
 	if (!link)
 		return -errno;
@@ -98,10 +118,8 @@ static int attach_uprobe(struct span_tracer *t, struct bpf_program *prog, bool r
 int span_tracer_attach_probe(struct span_tracer *t, uint32_t probe_id,
 			     const char *path, uint64_t offset, pid_t pid_filter)
 {
-	struct bpf_program *enter = t->empty_probes ? t->skel->progs.span_enter_empty
-						    : t->skel->progs.span_enter;
-	struct bpf_program *exit = t->empty_probes ? t->skel->progs.span_exit_empty
-						   : t->skel->progs.span_exit;
+	const char *enter = t->empty_probes ? "span_enter_empty" : "span_enter";
+	const char *exit = t->empty_probes ? "span_exit_empty" : "span_exit";
 	int err = attach_uprobe(t, enter, false, probe_id, path, offset, pid_filter);
 
 	return err ? err : attach_uprobe(t, exit, true, probe_id, path, offset, pid_filter);
@@ -109,7 +127,7 @@ int span_tracer_attach_probe(struct span_tracer *t, uint32_t probe_id,
 
 struct bpf_object *span_tracer_object(const struct span_tracer *t)
 {
-	return t->skel->obj;
+	return t->obj;
 }
 
 void span_tracer_destroy(struct span_tracer *t)
@@ -117,6 +135,7 @@ void span_tracer_destroy(struct span_tracer *t)
 	if (!t)
 		return;
 	bpf_links_destroy(&t->links);
-	span_bpf__destroy(t->skel);
+	span_bpf__destroy(t->core);
+	span_nobtf_bpf__destroy(t->nobtf);
 	free(t);
 }

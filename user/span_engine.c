@@ -5,6 +5,7 @@
 
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -36,11 +37,18 @@ static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
 	return bpf_object__find_map_by_name(obj, name);
 }
 
-int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_config *config,
+int span_engine_configure(struct bpf_object *obj, struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what)
 {
 	struct bpf_program *rss_stat = bpf_object__find_program_by_name(obj, "span_rss_stat");
 	int err;
+
+	/* a build without the resource context (no BTF) has no such program */
+	if (o->resources && !rss_stat) {
+		fprintf(stderr, "pmetrics: %s cannot give spans their resource context on this "
+			"kernel: it reads kernel structs, which needs BTF\n", what);
+		return -EOPNOTSUPP;
+	}
 
 	uint64_t dev = 0, ino = 0;
 
@@ -52,7 +60,7 @@ int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_co
 	/* The consumer polls; wake it early only once half the ring is used. */
 	config->wakeup_bytes = o->ringbuf_bytes / 2;
 	err = bpf_loader_set_max_entries(engine_map(obj, "spans"), (__u32)o->ringbuf_bytes, what);
-	if (err || o->resources)
+	if (err || o->resources || !rss_stat)
 		return err;
 	bpf_program__set_autoload(rss_stat, false);
 	err = bpf_loader_set_max_entries(engine_map(obj, "span_starts"), 1, what);
@@ -65,7 +73,7 @@ int span_engine_attach(struct bpf_object *obj, struct bpf_links *links)
 {
 	struct bpf_program *rss_stat = bpf_object__find_program_by_name(obj, "span_rss_stat");
 
-	if (!bpf_program__autoload(rss_stat))
+	if (!rss_stat || !bpf_program__autoload(rss_stat))
 		return 0;
 	return bpf_links_attach(links, rss_stat, "the rss_stat tracepoint");
 }

@@ -23,7 +23,7 @@ struct span_engine_opts {
  * sizes the span ring, and when resources are off shrinks the context
  * tables to one entry and leaves their tracepoint unloaded. WHAT names
  * the object in errors. Returns 0 or -errno. */
-int span_engine_configure(struct bpf_object *obj, volatile struct span_engine_config *config,
+int span_engine_configure(struct bpf_object *obj, struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what);
 /* Whether pmetrics runs in a PID namespace other than the initial one
  * (a container): then the PIDs it knows are not the ones BPF sees, and

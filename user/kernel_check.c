@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/* Learning what the kernel can do; see kernel_check.h. */
+#include "kernel_check.h"
+#include "bpf_loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "kernel_probe.skel.h"
+
+/* ---- the kernel's config ------------------------------------------- */
+
+struct option_slot {
+	const char *name;
+	size_t offset;
+};
+
+#define SLOT(field, opt) { opt, offsetof(struct kernel_facts, field) }
+static const struct option_slot options[] = {
+	SLOT(opt_ftrace, "CONFIG_FTRACE"),
+	SLOT(opt_uprobe_events, "CONFIG_UPROBE_EVENTS"),
+	SLOT(opt_bpf_events, "CONFIG_BPF_EVENTS"),
+	SLOT(opt_bpf_syscall, "CONFIG_BPF_SYSCALL"),
+	SLOT(opt_btf, "CONFIG_DEBUG_INFO_BTF"),
+	SLOT(opt_debug_info_reduced, "CONFIG_DEBUG_INFO_REDUCED"),
+	SLOT(opt_perf_events, "CONFIG_PERF_EVENTS"),
+	SLOT(opt_sched_info, "CONFIG_SCHED_INFO"),
+	SLOT(opt_schedstats, "CONFIG_SCHEDSTATS"),
+};
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+/* One config line: "CONFIG_X=y", "CONFIG_X=m" or "# CONFIG_X is not set". */
+static void config_line(struct kernel_facts *f, const char *line)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		size_t n = strlen(options[i].name);
+		char *slot = (char *)f + options[i].offset;
+
+		if (strncmp(line, options[i].name, n) == 0 && line[n] == '=')
+			*slot = line[n + 1] == 'm' ? 'm' : 'y';
+	}
+}
+
+/* Reads /proc/config.gz, else /boot/config-RELEASE (both gzip or plain:
+ * zlib reads either). Options it does not name are not set. */
+static void read_config(struct kernel_facts *f)
+{
+	char boot[256], line[512];
+	const char *source = "/proc/config.gz";
+	gzFile gz = gzopen(source, "rb");
+
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		*((char *)f + options[i].offset) = '?';
+	if (!gz) {
+		snprintf(boot, sizeof(boot), "/boot/config-%s", f->release);
+		source = boot;
+		gz = gzopen(source, "rb");
+	}
+	if (!gz)
+		return;
+	snprintf(f->config_source, sizeof(f->config_source), "%s", source);
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		*((char *)f + options[i].offset) = 'n';
+	while (gzgets(gz, line, sizeof(line)))
+		config_line(f, line);
+	gzclose(gz);
+}
+
+/* ---- the probes ----------------------------------------------------- */
+
+static bool may_load_bpf(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+#define HAS(cap) (data[(cap) / 32].effective & (1u << ((cap) % 32)))
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return geteuid() == 0;
+	return HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON));
+#undef HAS
+}
+
+/* libbpf's probes: 1 supported, 0 not, < 0 could not tell. */
+static int probed(int r)
+{
+	return r > 0 ? 1 : r;
+}
+
+/* The function a uprobe is placed on to see it fire. */
+__attribute__((noinline)) int kernel_check_uprobe_target(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+/* File offset of ADDR in the mapping of /proc/self/exe that holds it. */
+static int own_file_offset(uintptr_t addr, uint64_t *off)
+{
+	char line[4352];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int ret = -ENOENT;
+
+	while (f && ret && fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		unsigned long long file_off;
+
+		if (sscanf(line, "%lx-%lx %*s %llx", &start, &end, &file_off) == 3 &&
+		    addr >= start && addr < end) {
+			*off = addr - start + file_off;
+			ret = 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+/* Opens the probe object with only PROG to load. */
+static struct kernel_probe_bpf *open_probe(const char *prog)
+{
+	struct kernel_probe_bpf *skel = kernel_probe_bpf__open_opts(bpf_loader_open_opts());
+	struct bpf_program *p;
+
+	if (!skel)
+		return NULL;
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, strcmp(bpf_program__name(p), prog) == 0);
+	return skel;
+}
+
+/* Loads PROG alone (and attaches it where its section says, ATTACH):
+ * 1 works, 0 refused. */
+static int try_program(const char *prog, bool attach)
+{
+	struct kernel_probe_bpf *skel = open_probe(prog);
+	struct bpf_link *link = NULL;
+	int ok = 0;
+
+	if (skel && kernel_probe_bpf__load(skel) == 0) {
+		ok = 1;
+		if (attach) {
+			link = bpf_program__attach(bpf_object__find_program_by_name(skel->obj, prog));
+			ok = link != NULL;
+		}
+	}
+	bpf_link__destroy(link);
+	kernel_probe_bpf__destroy(skel);
+	return ok;
+}
+
+/* A uprobe on kernel_check_uprobe_target, in this process only: does it
+ * load, attach and fire? */
+static int try_uprobe(void)
+{
+	struct kernel_probe_bpf *skel = open_probe("probe_uprobe");
+	struct bpf_link *link = NULL;
+	uint64_t off, hits = 0;
+	__u32 key = 0;
+	int ok = 0;
+
+	if (skel && own_file_offset((uintptr_t)kernel_check_uprobe_target, &off) == 0 &&
+	    kernel_probe_bpf__load(skel) == 0)
+		link = bpf_program__attach_uprobe(skel->progs.probe_uprobe, false, 0,
+						  "/proc/self/exe", (size_t)off);
+	if (link) {
+		kernel_check_uprobe_target(1);
+		bpf_map__lookup_elem(skel->maps.probe_hits, &key, sizeof(key), &hits,
+				     sizeof(hits), 0);
+		ok = hits > 0;
+	}
+	bpf_link__destroy(link);
+	kernel_probe_bpf__destroy(skel);
+	return ok;
+}
+
+/* Can this process open a perf event (software clock) on itself? */
+static int try_perf_events(void)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_TASK_CLOCK,
+		.disabled = 1,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOSYS ? 0 : -errno;
+	close(fd);
+	return 1;
+}
+
+void kernel_check_probe(struct kernel_facts *f)
+{
+	struct utsname u;
+
+	memset(f, 0, sizeof(*f));
+	if (uname(&u) == 0) {
+		snprintf(f->release, sizeof(f->release), "%s", u.release);
+		snprintf(f->machine, sizeof(f->machine), "%s", u.machine);
+	}
+	read_config(f);
+	f->btf = bpf_loader_btf();
+	f->root = may_load_bpf();
+	f->perf_events = try_perf_events();
+	if (!f->root) {
+		f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter =
+			f->perf_event_bpf = -EPERM;
+		return;
+	}
+	f->bpf_syscall = probed(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SOCKET_FILTER, NULL));
+	if (f->bpf_syscall != 1) {
+		f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter = f->perf_event_bpf = 0;
+		return;
+	}
+	f->ringbuf = probed(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
+	f->perf_event_bpf = probed(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL));
+	f->uprobe = try_uprobe();
+	f->cookie = try_program("probe_cookie", false);
+	f->raw_tp = try_program("probe_raw_tp", true);
+	f->task_iter = f->btf == KERNEL_BTF_OWN ? try_program("probe_task_iter", true) : 0;
+}
+
+/* ---- what it means ---------------------------------------------------- */
+
+const char *capability_name(enum capability c)
+{
+	static const char *const names[CAP_MAX] = {
+		[CAP_NATIVE_SPANS] = "native spans",
+		[CAP_PYTHON_SPANS] = "Python spans",
+		[CAP_CHILDREN] = "following children",
+		[CAP_SPAN_CONTEXT] = "span context",
+		[CAP_RESOURCES] = "resource series",
+	};
+
+	return (unsigned)c < CAP_MAX ? names[c] : "?";
+}
+
+/* Appends to OUT the options of NAMES that the config says are off. */
+static void unset_options(const struct kernel_facts *f, const char *const *names, int n,
+			  char *out, size_t len)
+{
+	size_t used = strlen(out);
+
+	for (int i = 0; i < n; i++)
+		for (size_t k = 0; k < N_OPTIONS; k++)
+			if (strcmp(options[k].name, names[i]) == 0 &&
+			    *((const char *)f + options[k].offset) == 'n' && used < len)
+				used += (size_t)snprintf(out + used, len - used, "%s%s",
+							 used ? ", " : "", names[i]);
+}
+
+/* Why BPF on uprobes does not work here. */
+static void uprobe_why(const struct kernel_facts *f, char *out, size_t len)
+{
+	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_UPROBE_EVENTS", "CONFIG_BPF_EVENTS" };
+	char off[256] = "";
+
+	if (f->config_source[0])
+		unset_options(f, chain, 3, off, sizeof(off));
+	if (off[0])
+		snprintf(out, len, "no BPF on uprobes: %s not set (in %s); build the kernel with "
+			 "dist/kernel/pmetrics.cfg", off, f->config_source);
+	else
+		snprintf(out, len, "the kernel refused a BPF uprobe program (it needs "
+			 "CONFIG_BPF_EVENTS and CONFIG_UPROBE_EVENTS, both under CONFIG_FTRACE); "
+			 "see dist/kernel/pmetrics.cfg");
+}
+
+/* Why nothing at all: not root, no bpf(). Empty when neither. */
+static void basic_why(const struct kernel_facts *f, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (!f->root)
+		snprintf(out, len, "needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)");
+	else if (f->bpf_syscall != 1)
+		snprintf(out, len, "no bpf() system call: CONFIG_BPF_SYSCALL%s",
+			 f->opt_bpf_syscall == 'n' ? " is not set" : " is off or disabled");
+}
+
+static void set(struct capability_report *r, enum capability_state s, const char *why)
+{
+	r->state = s;
+	snprintf(r->why, sizeof(r->why), "%s", why);
+}
+
+static void spans_report(const struct kernel_facts *f, struct capability_report *r)
+{
+	char why[512];
+
+	basic_why(f, why, sizeof(why));
+	if (why[0])
+		return set(r, CAPABILITY_MISSING, why);
+	if (f->uprobe != 1) {
+		uprobe_why(f, why, sizeof(why));
+		return set(r, CAPABILITY_MISSING, why);
+	}
+	if (f->cookie != 1)
+		return set(r, CAPABILITY_MISSING, "no BPF attach cookies (they came in Linux 5.15)");
+	if (f->ringbuf != 1)
+		return set(r, CAPABILITY_MISSING, "no BPF ring buffer (it came in Linux 5.8)");
+	set(r, CAPABILITY_OK, "");
+}
+
+/* Why CO-RE cannot read kernel structs, or why there is no task
+ * iterator (OWN_ONLY: a --btf file does not do). */
+static void btf_why(const struct kernel_facts *f, bool own_only, char *out, size_t len)
+{
+	const char *reduced = f->opt_debug_info_reduced == 'y' ? " (CONFIG_DEBUG_INFO_REDUCED=y "
+								  "rules it out)" : "";
+
+	snprintf(out, len, "the kernel has no BTF (%s%s)%s",
+		 f->opt_btf == 'n' ? "CONFIG_DEBUG_INFO_BTF is not set" :
+		 f->opt_btf == '?' ? "no /sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF" :
+				     "no /sys/kernel/btf/vmlinux", reduced,
+		 own_only ? "" : "; or give --btf FILE");
+}
+
+static void context_report(const struct kernel_facts *f, const struct capability_report *spans,
+			   struct capability_report *r)
+{
+	char why[600];
+
+	if (spans->state == CAPABILITY_MISSING)
+		return set(r, CAPABILITY_MISSING, "no spans");
+	if (f->btf == KERNEL_BTF_NONE) {
+		btf_why(f, false, why, sizeof(why));
+		return set(r, CAPABILITY_MISSING, why);
+	}
+	if (f->opt_sched_info == 'n')
+		return set(r, CAPABILITY_DEGRADED, "run-queue wait is always 0: CONFIG_SCHED_INFO is not set");
+	set(r, CAPABILITY_OK, "");
+}
+
+static void resources_report(const struct kernel_facts *f, struct capability_report *r)
+{
+	char why[600] = "";
+
+	if (f->task_iter == 1)
+		return set(r, CAPABILITY_OK, "");
+	basic_why(f, why, sizeof(why));
+	if (!why[0] && f->btf != KERNEL_BTF_OWN)
+		btf_why(f, true, why, sizeof(why));
+	if (!why[0] && f->raw_tp != 1)
+		uprobe_why(f, why, sizeof(why));
+	if (!why[0])
+		snprintf(why, sizeof(why), "the kernel refused a BPF task iterator (Linux 5.8 or newer)");
+	r->state = CAPABILITY_DEGRADED;
+	snprintf(r->why, sizeof(r->why), "read from /proc, not by the BPF task iterator: %s", why);
+}
+
+void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX])
+{
+	spans_report(f, &out[CAP_NATIVE_SPANS]);
+	out[CAP_PYTHON_SPANS] = out[CAP_NATIVE_SPANS];
+	if (out[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING)
+		set(&out[CAP_CHILDREN], CAPABILITY_MISSING, "no spans");
+	else if (f->raw_tp != 1)
+		set(&out[CAP_CHILDREN], CAPABILITY_MISSING, "the kernel refused a BPF raw tracepoint "
+		    "on sched_process_fork");
+	else if (f->btf == KERNEL_BTF_NONE)
+		set(&out[CAP_CHILDREN], CAPABILITY_DEGRADED, "a process is over when its main thread "
+		    "exits (no BTF to read how many threads are left)");
+	else
+		set(&out[CAP_CHILDREN], CAPABILITY_OK, "");
+	context_report(f, &out[CAP_NATIVE_SPANS], &out[CAP_SPAN_CONTEXT]);
+	resources_report(f, &out[CAP_RESOURCES]);
+}
+
+void capability_format(const struct capability_report *r, char *out, size_t len)
+{
+	static const char *const states[] = { "ok", "degraded", "missing" };
+
+	if (r->state == CAPABILITY_OK)
+		snprintf(out, len, "ok");
+	else
+		snprintf(out, len, "%s: %s", states[r->state], r->why);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* What this kernel can do for pmetrics, learnt by loading and attaching
+ * tiny programs (bpf/kernel_probe.bpf.c) rather than from its version,
+ * and explained with the kernel options involved, read from its config
+ * (/proc/config.gz or /boot/config-RELEASE) when it has one. `pmetrics
+ * check` prints it; `pmetrics record` runs the same probe first and
+ * fails early with the same words. */
+#ifndef PMETRICS_KERNEL_CHECK_H
+#define PMETRICS_KERNEL_CHECK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum capability {
+	CAP_NATIVE_SPANS,
+	CAP_PYTHON_SPANS,
+	CAP_CHILDREN,      /* following the target's children */
+	CAP_SPAN_CONTEXT,  /* robot_context_resources */
+	CAP_RESOURCES,     /* system_resource_data, memory_series_data */
+	CAP_MAX,
+};
+
+enum capability_state { CAPABILITY_OK, CAPABILITY_DEGRADED, CAPABILITY_MISSING };
+
+struct capability_report {
+	enum capability_state state;
+	char why[768]; /* degraded: what is lost; missing: why, naming options */
+};
+
+/* A kernel option as its config says: 'y', 'm', 'n' (not set), or '?'
+ * when there is no config to read. */
+struct kernel_facts {
+	char release[128], machine[128];
+	char config_source[256]; /* "" when none was found */
+	char opt_ftrace, opt_uprobe_events, opt_bpf_events, opt_bpf_syscall, opt_btf,
+	     opt_debug_info_reduced, opt_perf_events, opt_sched_info, opt_schedstats;
+	/* Probes: 1 works, 0 refused by the kernel, negative -errno when it
+	 * could not be tried (not root). */
+	int bpf_syscall, uprobe, cookie, ringbuf, raw_tp, task_iter, perf_event_bpf, perf_events;
+	int btf;               /* enum kernel_btf (bpf_loader.h) */
+	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
+};
+
+/* Probes the kernel; bpf_loader_init() must have run. */
+void kernel_check_probe(struct kernel_facts *f);
+/* What each capability is on these facts. */
+void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX]);
+/* "native spans", ... */
+const char *capability_name(enum capability c);
+/* "ok", "degraded: WHAT", "missing: WHY" */
+void capability_format(const struct capability_report *r, char *out, size_t len);
+
+#endif
