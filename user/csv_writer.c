@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* CSV rows and files in the robot's two layouts; see csv_writer.h. */
 #include "csv_writer.h"
+#include "output_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,63 +161,39 @@ int csv_row_end(struct csv_row *row)
 #define CSV_QUEUE_SIZE (256 * 1024)
 
 struct csv_file {
+	struct output_dir *dir;
 	int fd;
-	char path[4096];
+	char name[NAME_MAX + 1];   /* the data file, in dir */
+	char path[PATH_MAX + 256]; /* DIR/NAME, for messages */
 	size_t queued;
 	uint64_t queued_rows;
 	uint64_t rows_written;
 	uint64_t dropped;
 	int error; /* first write error; later rows are dropped */
 	bool created_data, created_header;
+	struct stat header_id; /* the header file we wrote */
 	char queue[CSV_QUEUE_SIZE];
 };
 
-static int write_header(const char *dir, const char *data_name,
-			const char *const *header, int n_header,
-			enum csv_layout layout, char *err, size_t errlen)
+static void header_name(const struct csv_file *f, char *buf, size_t size)
 {
-	char path[4096], tmp[4200];
-	struct csv_row row;
-	int fd, len;
+	snprintf(buf, size, "%s_headers", f->name);
+}
 
-	snprintf(path, sizeof(path), "%s/%s_headers", dir, data_name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+static int write_header(struct csv_file *f, const char *const *header, int n_header,
+			char *err, size_t errlen)
+{
+	char name[NAME_MAX + 16];
+	struct csv_row row;
+
 	/* formats.md gives the header line bare in both layouts, and
 	 * upstream writes it without a line end. */
-	(void)layout;
 	csv_row_begin(&row, CSV_LAYOUT_CONTEXT);
 	for (int i = 0; i < n_header; i++)
 		csv_row_str(&row, header[i]);
-	len = (int)row.len;
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		goto fail;
-	if (write(fd, row.buf, (size_t)len) != len || fsync(fd) != 0) {
-		int saved = errno ? errno : EIO;
-		close(fd);
-		unlink(tmp);
-		errno = saved;
-		goto fail;
-	}
-	close(fd);
-	/* rename: readers never see a half-written header file */
-	if (rename(tmp, path) != 0) {
-		unlink(tmp);
-		goto fail;
-	}
-	return 0;
-fail:
-	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-	return -1;
-}
-
-static bool header_exists(const char *data_path)
-{
-	char header[4200];
-
-	snprintf(header, sizeof(header), "%s_headers", data_path);
-	return access(header, F_OK) == 0;
+	header_name(f, name, sizeof(name));
+	return output_dir_replace(f->dir, name, row.buf, row.len, &f->created_header,
+				  &f->header_id, err, errlen);
 }
 
 struct csv_file *csv_file_open(const char *dir, const char *data_name,
@@ -228,17 +206,17 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	snprintf(f->path, sizeof(f->path), "%s/%s", dir, data_name);
-	f->created_data = access(f->path, F_OK) != 0;
-	f->created_header = !header_exists(f->path);
-	f->fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (f->fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
+	(void)layout; /* the header line is bare in both layouts */
+	f->fd = -1;
+	f->dir = output_dir_open(dir, err, errlen);
+	if (!f->dir) {
 		free(f);
 		return NULL;
 	}
-	if (write_header(dir, data_name, header, n_header, layout, err, errlen)) {
-		f->created_header = false;
+	snprintf(f->name, sizeof(f->name), "%s", data_name);
+	output_dir_file_path(f->dir, data_name, f->path, sizeof(f->path));
+	f->fd = output_dir_open_append(f->dir, data_name, &f->created_data, err, errlen);
+	if (f->fd < 0 || write_header(f, header, n_header, err, errlen)) {
 		csv_file_discard(f);
 		return NULL;
 	}
@@ -247,16 +225,20 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 
 void csv_file_discard(struct csv_file *f)
 {
-	char header[sizeof(f->path) + 16];
+	char name[NAME_MAX + 16];
+	struct stat st;
 
 	if (!f)
 		return;
-	close(f->fd);
-	if (f->created_data && f->rows_written == 0)
-		unlink(f->path);
-	snprintf(header, sizeof(header), "%s_headers", f->path);
+	/* Unlinked while still locked, so no sibling starts appending to it. */
+	if (f->created_data && f->rows_written == 0 && fstat(f->fd, &st) == 0)
+		output_dir_remove(f->dir, f->name, &st);
+	header_name(f, name, sizeof(name));
 	if (f->created_header)
-		unlink(header);
+		output_dir_remove(f->dir, name, &f->header_id);
+	if (f->fd >= 0)
+		close(f->fd);
+	output_dir_discard(f->dir);
 	free(f);
 }
 
@@ -344,6 +326,7 @@ int csv_file_close(struct csv_file *f)
 	ret = csv_file_flush(f);
 	if (close(f->fd) != 0 && !ret)
 		ret = -errno;
+	output_dir_close(f->dir);
 	free(f);
 	return ret;
 }

@@ -52,7 +52,4 @@ int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck
 /* MemAvailable in bytes from /proc/meminfo. */
 int resource_read_mem_available(uint64_t *bytes);
 
-/* mkdir -p. Returns 0 or -1 with errno set. */
-int resource_mkdirs(const char *path);
-
 #endif

@@ -529,13 +529,9 @@ static int load_bpf(struct resource_sampler *s)
 
 static int open_files(struct resource_sampler *s)
 {
-	char err[256];
+	char err[512];
 
-	if (resource_mkdirs(s->opts.storage_dir) != 0) {
-		fprintf(stderr, "pmetrics: cannot create %s: %s; pick a writable storage directory\n",
-			s->opts.storage_dir, strerror(errno));
-		return -errno;
-	}
+	/* csv_file_open makes the directory, or shares the one already open. */
 	s->data = csv_file_open(s->opts.storage_dir, "system_resource_data",
 				system_resource_header, 6, s->opts.layout, err, sizeof(err));
 	if (s->data)
@@ -544,6 +540,8 @@ static int open_files(struct resource_sampler *s)
 					  err, sizeof(err));
 	if (!s->data || !s->series) {
 		fprintf(stderr, "pmetrics: %s\n", err);
+		csv_file_discard(s->data); /* a failed start leaves nothing it made */
+		s->data = NULL;
 		return -EIO;
 	}
 	return 0;

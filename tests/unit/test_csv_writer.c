@@ -173,6 +173,51 @@ static void discard_removes_only_new_files(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+static void discard_keeps_files_that_were_there(void **state)
+{
+	static const char *const header[] = { "a", "b" };
+	char dir[] = "/tmp/pm-csv-XXXXXX", data[256], head[256], err[256];
+	struct csv_file *f;
+	FILE *out;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(head, sizeof(head), "%s/data_headers", dir);
+	out = fopen(data, "w");
+	fputs("1,2\n", out);
+	fclose(out);
+	out = fopen(head, "w");
+	fputs("a,b", out);
+	fclose(out);
+	f = csv_file_open(dir, "data", header, 2, CSV_LAYOUT_CONTEXT, err, sizeof(err));
+	assert_non_null(f);
+	csv_file_discard(f);
+	assert_string_equal(read_file(data), "1,2\n");
+	assert_string_equal(read_file(head), "a,b");
+	unlink(data);
+	unlink(head);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void planted_symlink_is_refused_in_one_line(void **state)
+{
+	static const char *const header[] = { "h" };
+	char dir[] = "/tmp/pm-csv-XXXXXX", path[256], err[512];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/robot_context_data", dir);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_null(csv_file_open(dir, "robot_context_data", header, 1, CSV_LAYOUT_CONTEXT,
+				  err, sizeof(err)));
+	assert_non_null(strstr(err, "robot_context_data: it is a symlink"));
+	assert_null(strchr(err, '\n'));
+	unlink(path);
+	/* nothing else was made: no header file */
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void layout_names(void **state)
 {
 	enum csv_layout l;
@@ -205,6 +250,8 @@ int main(void)
 		cmocka_unit_test(file_appends_and_writes_header),
 		cmocka_unit_test(torn_write_is_cut_back_to_whole_rows),
 		cmocka_unit_test(discard_removes_only_new_files),
+		cmocka_unit_test(discard_keeps_files_that_were_there),
+		cmocka_unit_test(planted_symlink_is_refused_in_one_line),
 		cmocka_unit_test(layout_names),
 		cmocka_unit_test(overlong_row_is_refused),
 	};

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The output directory and its files as other users and accidents leave
+# them (issue 14), against the real pmetrics: each section below is one
+# way a capture could be redirected, blocked, torn or forged.
+source "$ROOT/tests/integration/lib.sh"
+SP="$PROGS/spanprog"
+
+t_begin output_files; need_root || exit 0
+
+# The attacker: a real unprivileged user, in directories it can write to.
+chmod 711 "$T_TMP"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+victim="$T_TMP/victim"
+printf 'root-owned, precious\n' >"$victim"
+victim_sum=$(sha256sum <"$victim")
+
+# pub MODE: a fresh directory with MODE (1777 like /tmp, 0777 without
+# the sticky bit), owned by root.
+pub() { local d; d=$(mktemp -d "$T_TMP/pub.XXXXXX"); chmod "$1" "$d"; echo "$d"; }
+# $span DIR ARGS...: a short span capture into DIR; $res DIR ARGS...: one
+# poll of the resource sampler; $opens NAME DIR: the capture that opens
+# NAME. (Scripts, so that expect_error can run them.)
+span="$T_TMP/span" res="$T_TMP/res" opens="$T_TMP/opens"
+cat >"$span" <<EOF
+#!/bin/sh
+d="\$1"; shift
+exec timeout 30 "$PMETRICS" record -o "\$d" --probe EMPTY=:pm_empty "\$@" -- "$SP" calls 3
+EOF
+cat >"$res" <<EOF
+#!/bin/sh
+d="\$1"; shift
+exec timeout 30 "$PMETRICS" record --resources --duration 1ms --process-filter 'nomatch*' -o "\$d" "\$@"
+EOF
+cat >"$opens" <<EOF
+#!/bin/sh
+case "\$1" in
+robot_context_data*) exec "$span" "\$2" ;;
+robot_activity_data*) exec "$span" "\$2" --layout activity ;;
+robot_context_resources*) exec "$span" "\$2" --resources ;;
+*) exec "$res" "\$2" ;;
+esac
+EOF
+chmod +x "$span" "$res" "$opens"
+victim_untouched() { [ "$(sha256sum <"$victim")" = "$victim_sum" ]; }
+
+# ---- planted files: refused in one line, never written through -------------
+# An unprivileged user plants a symlink (or a FIFO, a directory, a file of
+# its own) under each name pmetrics opens, in a directory it can write to.
+if ! command -v setpriv >/dev/null; then
+	t_begin symlink_attack; t_skip "setpriv (util-linux) not installed"
+else
+	for mode in 1777 0777; do
+		for name in robot_context_data robot_activity_data robot_context_resources \
+			system_resource_data memory_series_data; do
+			d=$(pub "$mode")
+			as_nobody ln -s "$victim" "$d/$name"
+			expect_error "$mode dir: a symlink planted as $name is refused" 1 \
+				"^pmetrics: refusing to write $d/$name: it is a symlink; remove it or pick another directory with -o DIR$" \
+				-- "$opens" "$name" "$d"
+		done
+		for name in robot_context_data_headers robot_context_data_headers.tmp \
+			robot_activity_data_headers robot_context_resources_headers \
+			system_resource_data_headers memory_series_data_headers; do
+			d=$(pub "$mode")
+			as_nobody ln -s "$victim" "$d/$name"
+			t_begin "$mode dir: a symlink planted as $name is never written through"
+			"$opens" "$name" "$d" >/dev/null 2>"$T_TMP/err"
+			rc=$?
+			case "$name" in
+			*.tmp) kept=$([ -L "$d/$name" ] && echo yes) ;;     # not ours: left alone
+			*) kept=$([ -f "$d/$name" ] && [ ! -L "$d/$name" ] && echo yes) ;; # replaced
+			esac
+			if [ $rc -eq 0 ] && victim_untouched && [ "$kept" = yes ]; then t_pass
+			else t_fail "rc $rc, $(ls -l "$d/$name"): $(head -c 300 "$T_TMP/err")"; fi
+		done
+		t_begin "$mode dir: the root-owned file behind the symlinks is unchanged"
+		if victim_untouched; then t_pass; else t_fail "$(head -c 200 "$victim")"; fi
+	done
+
+	d=$(pub 1777); as_nobody touch "$d/robot_context_data"
+	expect_error "a file of another user is refused" 1 \
+		"refusing to write $d/robot_context_data: it is owned by uid 65534, not 0" -- "$span" "$d"
+	d=$(pub 1777); as_nobody mkfifo "$d/robot_context_data"
+	expect_error "a FIFO is refused without blocking" 1 \
+		"refusing to write $d/robot_context_data: it is a FIFO" -- "$span" "$d"
+	d=$(pub 1777); as_nobody mkdir "$d/system_resource_data"
+	expect_error "a directory is refused" 1 \
+		"refusing to write $d/system_resource_data: it is a directory" -- "$res" "$d"
+fi
+
+# What protected_hardlinks keeps users from planting, root could leave.
+d=$(pub 1777); ln "$victim" "$d/robot_context_data"
+expect_error "a hard link is refused" 1 \
+	"refusing to write $d/robot_context_data: it has 2 hard links" -- "$span" "$d"
+t_check "the hard-linked file is unchanged" victim_untouched
+d=$(pub 1777); mknod "$d/memory_series_data" c 1 3
+expect_error "a character device is refused" 1 \
+	"refusing to write $d/memory_series_data: it is a character device" -- "$res" "$d"
+d=$(pub 1777); ln -s /dev/null "$d/robot_context_data"
+expect_error "a symlink to /dev/null is refused" 1 \
+	"refusing to write $d/robot_context_data: it is a symlink" -- "$span" "$d"
+
+t_begin "a failed start removes only the files it made"
+d=$(fresh_dir); printf 'A,1,2\n' >"$d/system_resource_data"; mkdir "$d/robot_context_resources"
+"$span" "$d" --resources >/dev/null 2>"$T_TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(ls "$d" | tr '\n' ' ')" = "robot_context_resources system_resource_data " ] &&
+	[ "$(cat "$d/system_resource_data")" = "A,1,2" ]; then t_pass
+else t_fail "rc $rc, left: $(ls "$d" | tr '\n' ' '): $(head -c 300 "$T_TMP/err")"; fi
+
+# ---- two instances, one directory -----------------------------------------
+t_begin "two instances: the resource sampler and a span capture share a directory"
+d=$(fresh_dir)
+if ! pm_start -o "$d" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 300 8; then
+	t_fail "the span capture did not start: $(head -c 300 "$PM_ERR")"
+else
+	timeout 30 "$PMETRICS" record --resources --interval 1 --duration 1500ms \
+		--process-filter "$SP sleep 300 8" -o "$d" >/dev/null 2>"$T_TMP/res.err"
+	res_rc=$?
+	expect_error "two instances: a second writer of the same file is refused, naming the first" 1 \
+		"^pmetrics: $d/robot_context_data is being written by another pmetrics \(PID $PM_PID\); stop it, or give this capture another directory with -o DIR$" \
+		-- "$span" "$d"
+	pm_wait; rc=$?
+	t_begin "two instances: both captures are whole, no temporary file is left"
+	left=$(ls "$d" | grep -v -e '^robot_context_data' -e '^system_resource_data' -e '^memory_series_data')
+	if [ $rc -eq 0 ] && [ $res_rc -eq 0 ] && [ "$(rows "$d/robot_context_data" SLEEP)" -eq 8 ] &&
+		[ "$(wc -l <"$d/robot_context_data")" -eq 8 ] && [ "$(wc -l <"$d/system_resource_data")" -ge 1 ] &&
+		[ -z "$left" ]; then t_pass
+	else t_fail "rc $rc/$res_rc, left '$left': $(head -c 300 "$T_TMP/res.err")"; fi
+fi
+
