@@ -49,10 +49,16 @@ void csv_row_begin(struct csv_row *row, enum csv_layout layout)
 	row->overflow = false;
 }
 
+/* The one rule for every field, Python's csv module's (QUOTE_MINIMAL,
+ * doubled quotes): a field holding ',', '"', CR or LF is quoted, so a
+ * process name or a command line can never end a row or add a field. The
+ * activity layout quotes every field, as upstream writes it. */
 void csv_row_str(struct csv_row *row, const char *s)
 {
+	bool quote = row->layout == CSV_LAYOUT_ACTIVITY || s[strcspn(s, ",\"\r\n")] != '\0';
+
 	row_sep(row);
-	if (row->layout == CSV_LAYOUT_CONTEXT) {
+	if (!quote) {
 		row_put(row, s, strlen(s));
 		return;
 	}
@@ -270,20 +276,33 @@ static void cut_back(struct csv_file *f, off_t size)
 			f->path, strerror(errno));
 }
 
-int csv_file_flush(struct csv_file *f)
+/* The length of the whole rows at the start of BUF[0..len), and their
+ * number in *rows. A row ends at a '\n' outside quotes: a quoted field
+ * may hold line breaks. */
+static size_t whole_rows(const char *buf, size_t len, uint64_t *rows)
+{
+	size_t whole = 0;
+	bool quoted = false;
+
+	*rows = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '"')
+			quoted = !quoted;
+		else if (buf[i] == '\n' && !quoted) {
+			whole = i + 1;
+			++*rows;
+		}
+	}
+	return whole;
+}
+
+/* Writes the queue; returns the bytes that reached the file, with
+ * f->error set when not all did (ENOSPC, EFBIG past a file size limit,
+ * EIO). */
+static size_t write_queue(struct csv_file *f)
 {
 	size_t done = 0;
-	struct stat st;
 
-	if (f->error) {
-		f->dropped += f->queued_rows;
-		f->queued = f->queued_rows = 0;
-		return -f->error;
-	}
-	if (f->queued == 0)
-		return 0;
-	if (fstat(f->fd, &st) != 0)
-		st.st_size = -1;
 	while (done < f->queued) {
 		ssize_t n = write(f->fd, f->queue + done, f->queued - done);
 		if (n < 0 && errno == EINTR)
@@ -294,14 +313,28 @@ int csv_file_flush(struct csv_file *f)
 		}
 		done += (size_t)n;
 	}
+	return done;
+}
+
+int csv_file_flush(struct csv_file *f)
+{
+	struct stat st;
+	size_t done;
+
+	if (f->error) {
+		f->dropped += f->queued_rows;
+		f->queued = f->queued_rows = 0;
+		return -f->error;
+	}
+	if (f->queued == 0)
+		return 0;
+	if (fstat(f->fd, &st) != 0)
+		st.st_size = -1;
+	done = write_queue(f);
 	if (f->error) {
 		/* Keep the whole rows that made it, drop the torn tail. */
-		size_t whole = done;
-		uint64_t kept = 0;
-		while (whole > 0 && f->queue[whole - 1] != '\n')
-			whole--;
-		for (size_t i = 0; i < whole; i++)
-			kept += f->queue[i] == '\n';
+		uint64_t kept;
+		size_t whole = whole_rows(f->queue, done, &kept);
 		if (done > whole && st.st_size >= 0)
 			cut_back(f, st.st_size + (off_t)whole);
 		f->rows_written += kept;

@@ -34,6 +34,9 @@ struct csv_row {
 };
 
 void csv_row_begin(struct csv_row *row, enum csv_layout layout);
+/* A text field, quoted as Python's csv module would (QUOTE_MINIMAL):
+ * when it holds ',', '"', CR or LF in the context layout, always in the
+ * activity layout; '"' doubled inside quotes. */
 void csv_row_str(struct csv_row *row, const char *s);
 void csv_row_u64(struct csv_row *row, uint64_t v);
 /* A double in Python's repr() form: shortest string that reads back to

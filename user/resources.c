@@ -288,33 +288,20 @@ static bool selected(const struct resource_sampler *s,
 
 /* ---- rows ---------------------------------------------------------- */
 
-/* The command in a CSV field. The activity layout quotes every field
- * itself; the context layout is bare, so a command that would break the
- * row (',', '"', CR, LF) is quoted here the RFC 4180 way. */
+/* The command in a CSV field, cut so a row always fits CSV_ROW_MAX; the
+ * quoting is csv_row_str's, the one rule for every field. */
 void resource_csv_command(struct csv_row *row, const char *command)
 {
-	char buf[2 * COMMAND_CSV_MAX + 3];
-	size_t len = strnlen(command, COMMAND_CSV_MAX), n = 0;
-	bool quote = false;
+	char cut[COMMAND_CSV_MAX + 1];
+	size_t len = strnlen(command, COMMAND_CSV_MAX);
 
-	if (row->layout == CSV_LAYOUT_CONTEXT)
-		for (size_t i = 0; i < len && !quote; i++)
-			quote = strchr(",\"\r\n", command[i]) != NULL;
-	if (!quote && command[len] == '\0') {
+	if (command[len] == '\0') {
 		csv_row_str(row, command);
 		return;
 	}
-	if (quote)
-		buf[n++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		if (quote && command[i] == '"')
-			buf[n++] = '"';
-		buf[n++] = command[i];
-	}
-	if (quote)
-		buf[n++] = '"';
-	buf[n] = '\0';
-	csv_row_str(row, buf);
+	memcpy(cut, command, len);
+	cut[len] = '\0';
+	csv_row_str(row, cut);
 }
 
 static int append_row(struct resource_sampler *s, struct csv_file *f,

@@ -130,3 +130,33 @@ else
 	else t_fail "rc $rc/$res_rc, left '$left': $(head -c 300 "$T_TMP/res.err")"; fi
 fi
 
+# ---- field values cannot forge rows --------------------------------------------
+# A command line holding a comma, quotes, a CR and a LF reads back, with
+# Python's csv module, as one field of one row in both files and layouts.
+t_begin "commands with , \" CR LF read back whole with Python's csv"
+if ! command -v python3 >/dev/null; then t_skip "python3 needed to read the CSV"; else
+	odd=$'sleep 61.'$$$'; true # a,"b"\r\n# c'
+	bash -c "$odd" 2>/dev/null & odd_pid=$!
+	sleep 0.3
+	fails=""
+	for layout in context activity; do
+		d=$(fresh_dir)
+		"$res" "$d" --layout "$layout" --process-filter "bash -c sleep 61.$$*" >/dev/null 2>&1
+		out=$(python3 - "$d" "bash -c $odd" <<'EOF'
+import csv, sys
+d, want = sys.argv[1], sys.argv[2]
+def check(name, width, col):
+    with open(f"{d}/{name}", newline="") as f:
+        rows = list(csv.reader(f))
+    proc = [r for r in rows if len(r) == width and r[col]]
+    ok = len(rows) >= 1 and all(len(r) == width for r in rows) and [r[col] for r in proc] == [want]
+    return "" if ok else f"{name}: {rows!r} "
+print(check("system_resource_data", 6, 1) + check("memory_series_data", 5, 3), end="")
+EOF
+		)
+		[ -n "$out" ] && fails+="$layout: $out"
+	done
+	pkill -P "$odd_pid" sleep; wait "$odd_pid" 2>/dev/null # bash ends with its sleep
+	if [ -z "$fails" ]; then t_pass; else t_fail "$(head -c 600 <<<"$fails")"; fi
+fi
+
