@@ -202,6 +202,52 @@ static int write_header(struct csv_file *f, const char *const *header, int n_hea
 				  &f->header_id, err, errlen);
 }
 
+/* Quotes in BUF[0..len) after its last line break. */
+static size_t quotes_in_last_line(const char *buf, size_t len)
+{
+	size_t quotes = 0;
+
+	while (len > 0 && buf[len - 1] != '\n')
+		quotes += buf[--len] == '"';
+	return quotes;
+}
+
+/* An existing file whose last line has no line end (a writer that was
+ * killed, a full disk) gets one before our first row, with the quote its
+ * torn row left open closed first, and stderr hears of it once. Only the
+ * file's tail is read: a quoted line break earlier in the torn row itself
+ * is not seen. */
+static int end_torn_line(struct csv_file *f, enum csv_layout layout, char *err, size_t errlen)
+{
+	char tail[4096], fix[3];
+	size_t len = 0;
+	struct stat st;
+	off_t want;
+	ssize_t n;
+
+	if (fstat(f->fd, &st) != 0 || st.st_size == 0)
+		return 0;
+	want = st.st_size < (off_t)sizeof(tail) ? st.st_size : (off_t)sizeof(tail);
+	n = pread(f->fd, tail, (size_t)want, st.st_size - want);
+	if (n <= 0 || tail[n - 1] == '\n')
+		return 0;
+	bool open_quote = quotes_in_last_line(tail, (size_t)n) % 2;
+	if (open_quote)
+		fix[len++] = '"';
+	if (layout == CSV_LAYOUT_ACTIVITY && (open_quote || tail[n - 1] != '\r'))
+		fix[len++] = '\r';
+	fix[len++] = '\n';
+	errno = 0;
+	if (write(f->fd, fix, len) != (ssize_t)len) {
+		snprintf(err, errlen, "cannot end the torn last line of %s: %s", f->path,
+			 strerror(errno ? errno : EIO));
+		return -1;
+	}
+	fprintf(stderr, "pmetrics: %s ended in a torn line (no line end: an earlier writer "
+		"stopped mid-row); new rows start on a new line\n", f->path);
+	return 0;
+}
+
 struct csv_file *csv_file_open(const char *dir, const char *data_name,
 			       const char *const *header, int n_header,
 			       enum csv_layout layout, char *err, size_t errlen)
@@ -212,7 +258,6 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	(void)layout; /* the header line is bare in both layouts */
 	f->fd = -1;
 	f->dir = output_dir_open(dir, err, errlen);
 	if (!f->dir) {
@@ -222,7 +267,8 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 	snprintf(f->name, sizeof(f->name), "%s", data_name);
 	output_dir_file_path(f->dir, data_name, f->path, sizeof(f->path));
 	f->fd = output_dir_open_append(f->dir, data_name, &f->created_data, err, errlen);
-	if (f->fd < 0 || write_header(f, header, n_header, err, errlen)) {
+	if (f->fd < 0 || end_torn_line(f, layout, err, errlen) ||
+	    write_header(f, header, n_header, err, errlen)) {
 		csv_file_discard(f);
 		return NULL;
 	}

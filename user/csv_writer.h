@@ -51,8 +51,8 @@ void format_pyfloat(char *buf, size_t size, double v);
 struct csv_file;
 
 /* Opens DIR/DATA_NAME for appending (creating DIR and the file when
- * missing), locked against a second writer, and (re)writes
- * DIR/DATA_NAME_headers with HEADER
+ * missing), locked against a second writer, starts a new line when its
+ * last one is torn, and (re)writes DIR/DATA_NAME_headers with HEADER
  * (bare, no line end, in both layouts). On failure returns NULL with a
  * one-line reason in err, having removed what it created. */
 struct csv_file *csv_file_open(const char *dir, const char *data_name,

@@ -160,3 +160,14 @@ EOF
 	if [ -z "$fails" ]; then t_pass; else t_fail "$(head -c 600 <<<"$fails")"; fi
 fi
 
+# ---- a torn last line ------------------------------------------------------
+t_begin "a torn last line is ended before new rows, and said once"
+d=$(fresh_dir); printf 'EMPTY,1,2\nEMPTY,17187' >"$d/robot_context_data"
+"$span" "$d" >/dev/null 2>"$T_TMP/err"
+rc=$?
+said=$(grep -c "^pmetrics: $d/robot_context_data ended in a torn line" "$T_TMP/err")
+if [ $rc -eq 0 ] && [ "$(sed -n 2p "$d/robot_context_data")" = "EMPTY,17187" ] &&
+	[ "$(tail -n +3 "$d/robot_context_data" | grep -Ec '^EMPTY,[0-9]{19},[0-9]+$')" -eq 3 ] &&
+	[ "$(wc -l <"$d/robot_context_data")" -eq 5 ] && [ "$said" -eq 1 ]; then t_pass
+else t_fail "rc $rc, said $said: $(head -c 300 "$d/robot_context_data")"; fi
+

@@ -257,6 +257,49 @@ static void torn_write_counts_rows_not_line_breaks(void **state)
 	rmdir(dir);
 }
 
+/* Opens DIR/data (made with CONTENT) in LAYOUT, appends one span row of
+ * state B and returns the file's bytes. */
+static const char *append_after(const char *dir, const char *content, enum csv_layout layout)
+{
+	static const char *const header[] = { "h" };
+	char path[256], err[256];
+	struct csv_row row;
+	struct csv_file *f;
+	FILE *out;
+
+	snprintf(path, sizeof(path), "%s/data", dir);
+	out = fopen(path, "w");
+	fputs(content, out);
+	fclose(out);
+	f = csv_file_open(dir, "data", header, 1, layout, err, sizeof(err));
+	assert_non_null(f);
+	span_row(&row, layout, "B");
+	assert_int_equal(csv_file_append(f, &row), 0);
+	assert_int_equal(csv_file_close(f), 0);
+	return read_file(path);
+}
+
+static void torn_last_line_is_ended_before_new_rows(void **state)
+{
+	char dir[] = "/tmp/pm-csv-XXXXXX", cmd[64];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	assert_string_equal(append_after(dir, "A,1,2\nA,17187", CSV_LAYOUT_CONTEXT),
+			    "A,1,2\nA,17187\nB,1718739269730290312,14028043893\n");
+	/* a quote the torn row left open is closed first */
+	assert_string_equal(append_after(dir, "\"A\",\"1\",\"2\"\r\n\"A\",\"17", CSV_LAYOUT_ACTIVITY),
+			    "\"A\",\"1\",\"2\"\r\n\"A\",\"17\"\r\n"
+			    "\"B\",\"1718739269730290312\",\"14028043893\"\r\n");
+	assert_string_equal(append_after(dir, "\"A\",\"1\",\"2\"\r", CSV_LAYOUT_ACTIVITY),
+			    "\"A\",\"1\",\"2\"\r\n\"B\",\"1718739269730290312\",\"14028043893\"\r\n");
+	/* a whole last line is left alone */
+	assert_string_equal(append_after(dir, "A,1,2\n", CSV_LAYOUT_CONTEXT),
+			    "A,1,2\nB,1718739269730290312,14028043893\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void discard_keeps_files_that_were_there(void **state)
 {
 	static const char *const header[] = { "a", "b" };
@@ -337,6 +380,7 @@ int main(void)
 		cmocka_unit_test(context_quotes_fields_like_python_csv),
 		cmocka_unit_test(activity_keeps_line_breaks_inside_quotes),
 		cmocka_unit_test(torn_write_counts_rows_not_line_breaks),
+		cmocka_unit_test(torn_last_line_is_ended_before_new_rows),
 		cmocka_unit_test(discard_keeps_files_that_were_there),
 		cmocka_unit_test(planted_symlink_is_refused_in_one_line),
 		cmocka_unit_test(layout_names),
