@@ -16,6 +16,13 @@
 /* Filters parsed from the environment point into this buffer. */
 static char env_filter_text[8192];
 
+/* The interval's range. Upstream's minimum; the maximum because a
+ * tracker that polls less than daily is not tracking (and the
+ * nanosecond schedule must not overflow: 1e308 s once made it poll in a
+ * busy loop). */
+#define INTERVAL_MIN_S 1.0
+#define INTERVAL_MAX_S 86400.0
+
 static const char *const default_filters[] = { "/opt/opentrons*", "python3*" };
 
 static void set_defaults(struct resource_opts *opts)
@@ -118,11 +125,13 @@ static int parse_interval(const char *what, const char *v, bool allow_suffix,
 	double d;
 
 	if (parse_seconds(v, allow_suffix, &d) != 0) {
-		snprintf(err, errlen, "%s must be a number of seconds, not \"%s\"", what, v);
+		snprintf(err, errlen, "%s must be a number of seconds from 1.0 to 86400 (1 day), "
+			 "not \"%s\"", what, v);
 		return -1;
 	}
-	if (d < 1.0) {
-		snprintf(err, errlen, "%s must be at least 1.0 seconds, not \"%s\"", what, v);
+	if (d < INTERVAL_MIN_S || d > INTERVAL_MAX_S) {
+		snprintf(err, errlen, "%s must be at least 1.0 and at most 86400 seconds "
+			 "(1 day), not \"%s\"", what, v);
 		return -1;
 	}
 	opts->interval_s = d;

@@ -171,3 +171,25 @@ if [ $rc -eq 0 ] && [ "$(sed -n 2p "$d/robot_context_data")" = "EMPTY,17187" ] &
 	[ "$(wc -l <"$d/robot_context_data")" -eq 5 ] && [ "$said" -eq 1 ]; then t_pass
 else t_fail "rc $rc, said $said: $(head -c 300 "$d/robot_context_data")"; fi
 
+# ---- times out of range: one line naming the range, before anything starts ----
+never="$T_TMP/never"
+# bad NAME CODE PATTERN [VAR=VALUE...] -- ARGS...: pmetrics record fails in one line, makes nothing.
+bad() {
+	local name="$1" code="$2" want="$3" envs=()
+	shift 3
+	while [ "$1" != "--" ]; do envs+=(-e "$1"); shift; done
+	shift
+	expect_error "$name" "$code" "$want" -x "$never" ${envs[@]+"${envs[@]}"} \
+		-- timeout 10 "$PMETRICS" record "$@"
+}
+range="at least 1\.0 and at most 86400 seconds \(1 day\)"
+bad "--interval 2e10 is out of range" 2 "--interval must be $range" -- --resources --interval 2e10 -o "$never"
+bad "--interval 1e308 is out of range" 2 "--interval must be $range" -- --resources --interval 1e308 -o "$never"
+bad "--interval inf is not a number" 2 "--interval must be a number of seconds from 1\.0 to 86400" -- --resources --interval inf -o "$never"
+bad "the environment's interval 2e10 is out of range" 2 "REFRESH_INTERVAL must be $range" \
+	OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL=2e10 -- --resources -o "$never"
+bad "--duration 1e308h is out of range" 2 "bad --duration '1e308h': it must be from 1ms to 8760h \(1 year\)" \
+	-- --resources --duration 1e308h -o "$never"
+bad "--duration 250us is under 1 ms" 2 "bad --duration '250us': it must be from 1ms to 8760h" \
+	-- --resources --duration 250us --process-filter 'nomatch*' -o "$never"
+
