@@ -193,3 +193,11 @@ bad "--duration 1e308h is out of range" 2 "bad --duration '1e308h': it must be f
 bad "--duration 250us is under 1 ms" 2 "bad --duration '250us': it must be from 1ms to 8760h" \
 	-- --resources --duration 250us --process-filter 'nomatch*' -o "$never"
 
+# ---- names with control characters: refused, so no line can be forged ----------
+bad "a --process-filter with a line break" 2 "--process-filter 'a\?b' holds a control character" \
+	-- --resources --process-filter $'a\nb' -o "$never"
+bad "a storage directory with a line break" 2 "STORAGE_DIR must be an absolute path without control characters" \
+	"OT_SYSTEM_RESOURCE_TRACKER_STORAGE_DIR=$never/a"$'\n'"b" -- --resources
+expect_error "an output directory with a line break" 1 "output directory name .* control character" \
+	-x "$never" -- "$PMETRICS" record -o "$never/a"$'\n'"b" --probe EMPTY=:pm_empty -- "$SP" calls 1
+

@@ -129,6 +129,19 @@ static void interval_range_is_one_second_to_one_day(void **state)
 	expect_env_rejected(ENV "REFRESH_INTERVAL", "2e10", "at most 86400 seconds (1 day)");
 }
 
+static void control_characters_in_names_are_rejected(void **state)
+{
+	struct resource_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(resource_opts_from_env(&o, err, sizeof(err)), 0);
+	assert_int_equal(resource_opts_add_filter(&o, "python3\n*", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'python3?*' holds a control character"));
+	expect_env_rejected(ENV "STORAGE_DIR", "/data/x\ny", "without control characters");
+	expect_env_rejected(ENV "ENABLED", "tr\nue", "not \"tr?ue\"");
+}
+
 static void flags_override_env(void **state)
 {
 	struct resource_opts o;
@@ -405,6 +418,7 @@ int main(void)
 		cmocka_unit_test_setup(env_values_are_read, setup),
 		cmocka_unit_test_setup(bad_env_values_are_rejected, setup),
 		cmocka_unit_test_setup(interval_range_is_one_second_to_one_day, setup),
+		cmocka_unit_test_setup(control_characters_in_names_are_rejected, setup),
 		cmocka_unit_test_setup(flags_override_env, setup),
 		cmocka_unit_test_setup(too_many_filters_are_rejected, setup),
 		cmocka_unit_test(command_lines_read_like_psutil),
