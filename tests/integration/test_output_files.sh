@@ -201,3 +201,16 @@ bad "a storage directory with a line break" 2 "STORAGE_DIR must be an absolute p
 expect_error "an output directory with a line break" 1 "output directory name .* control character" \
 	-x "$never" -- "$PMETRICS" record -o "$never/a"$'\n'"b" --probe EMPTY=:pm_empty -- "$SP" calls 1
 
+# ---- stdout and stderr closed ---------------------------------------------
+t_begin "stdout and stderr closed: the data files hold only rows"
+d=$(fresh_dir)
+timeout 30 "$PMETRICS" record --resources --interval 1 --duration 1500ms --process-filter 'nomatch*' \
+	-o "$d" 1>&- 2>&-
+rc=$?
+"$span" "$d" 1>&- 2>&-
+rc2=$?
+bad=$(grep -Evc '^[0-9]{19},[0-9.]+,' "$d/memory_series_data")
+bad2=$(grep -Evc '^EMPTY,[0-9]{19},[0-9]+$' "$d/robot_context_data")
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$bad" -eq 0 ] && [ "$bad2" -eq 0 ]; then t_pass
+else t_fail "rc $rc/$rc2, $bad and $bad2 lines that are not rows: $(grep -v '^[0-9]' "$d/memory_series_data" | head -c 200)"; fi
+
