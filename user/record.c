@@ -552,6 +552,9 @@ static void install_signal_handlers(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* Past a file size limit write() then fails with EFBIG, handled as a
+	 * full disk (whole rows kept, losses counted), instead of a kill. */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 static int setup(struct session *s)

@@ -214,3 +214,15 @@ bad2=$(grep -Evc '^EMPTY,[0-9]{19},[0-9]+$' "$d/robot_context_data")
 if [ $rc -eq 0 ] && [ $rc2 -eq 0 ] && [ "$bad" -eq 0 ] && [ "$bad2" -eq 0 ]; then t_pass
 else t_fail "rc $rc/$rc2, $bad and $bad2 lines that are not rows: $(grep -v '^[0-9]' "$d/memory_series_data" | head -c 200)"; fi
 
+# ---- a file size limit (SIGXFSZ) ----------------------------------------------
+t_begin "a file size limit: exit 1, whole rows only, written and lost rows counted"
+d=$(fresh_dir)
+(ulimit -f 8; exec "$PMETRICS" record -o "$d" --probe EMPTY=:pm_empty -- "$SP" calls 20000) 2>"$T_TMP/err" >/dev/null
+rc=$?
+f="$d/robot_context_data"
+total=$(wc -l <"$f"); whole=$(grep -Ec '^EMPTY,[0-9]{19},[0-9]+$' "$f")
+written=$(sed -n 's/.*: \([0-9]*\) rows appended to .*/\1/p' "$T_TMP/err")
+lost=$(sed -n 's/.*, \([0-9]*\) (rows not written)$/\1/p' "$T_TMP/err")
+if [ $rc -eq 1 ] && grep -q "File too large" "$T_TMP/err" && [ "$total" -gt 10 ] && [ "$total" -eq "$whole" ] &&
+	[ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" = '\n' ] && [ "$written" = "$total" ] && [ "${lost:-0}" -gt 0 ]
+then t_pass; else t_fail "rc $rc, $total lines, $whole whole, summary $written written, $lost lost: $(tail -n 3 "$T_TMP/err")"; fi
