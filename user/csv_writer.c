@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* CSV rows and files in the robot's two layouts; see csv_writer.h. */
 #include "csv_writer.h"
+#include "output_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +49,16 @@ void csv_row_begin(struct csv_row *row, enum csv_layout layout)
 	row->overflow = false;
 }
 
+/* The one rule for every field, Python's csv module's (QUOTE_MINIMAL,
+ * doubled quotes): a field holding ',', '"', CR or LF is quoted, so a
+ * process name or a command line can never end a row or add a field. The
+ * activity layout quotes every field, as upstream writes it. */
 void csv_row_str(struct csv_row *row, const char *s)
 {
+	bool quote = row->layout == CSV_LAYOUT_ACTIVITY || s[strcspn(s, ",\"\r\n")] != '\0';
+
 	row_sep(row);
-	if (row->layout == CSV_LAYOUT_CONTEXT) {
+	if (!quote) {
 		row_put(row, s, strlen(s));
 		return;
 	}
@@ -159,63 +167,85 @@ int csv_row_end(struct csv_row *row)
 #define CSV_QUEUE_SIZE (256 * 1024)
 
 struct csv_file {
+	struct output_dir *dir;
 	int fd;
-	char path[4096];
+	char name[NAME_MAX + 1];   /* the data file, in dir */
+	char path[PATH_MAX + 256]; /* DIR/NAME, for messages */
 	size_t queued;
 	uint64_t queued_rows;
 	uint64_t rows_written;
 	uint64_t dropped;
 	int error; /* first write error; later rows are dropped */
 	bool created_data, created_header;
+	struct stat header_id; /* the header file we wrote */
 	char queue[CSV_QUEUE_SIZE];
 };
 
-static int write_header(const char *dir, const char *data_name,
-			const char *const *header, int n_header,
-			enum csv_layout layout, char *err, size_t errlen)
+static void header_name(const struct csv_file *f, char *buf, size_t size)
 {
-	char path[4096], tmp[4200];
-	struct csv_row row;
-	int fd, len;
+	snprintf(buf, size, "%s_headers", f->name);
+}
 
-	snprintf(path, sizeof(path), "%s/%s_headers", dir, data_name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+static int write_header(struct csv_file *f, const char *const *header, int n_header,
+			char *err, size_t errlen)
+{
+	char name[NAME_MAX + 16];
+	struct csv_row row;
+
 	/* formats.md gives the header line bare in both layouts, and
 	 * upstream writes it without a line end. */
-	(void)layout;
 	csv_row_begin(&row, CSV_LAYOUT_CONTEXT);
 	for (int i = 0; i < n_header; i++)
 		csv_row_str(&row, header[i]);
-	len = (int)row.len;
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		goto fail;
-	if (write(fd, row.buf, (size_t)len) != len || fsync(fd) != 0) {
-		int saved = errno ? errno : EIO;
-		close(fd);
-		unlink(tmp);
-		errno = saved;
-		goto fail;
-	}
-	close(fd);
-	/* rename: readers never see a half-written header file */
-	if (rename(tmp, path) != 0) {
-		unlink(tmp);
-		goto fail;
-	}
-	return 0;
-fail:
-	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-	return -1;
+	header_name(f, name, sizeof(name));
+	return output_dir_replace(f->dir, name, row.buf, row.len, &f->created_header,
+				  &f->header_id, err, errlen);
 }
 
-static bool header_exists(const char *data_path)
+/* Quotes in BUF[0..len) after its last line break. */
+static size_t quotes_in_last_line(const char *buf, size_t len)
 {
-	char header[4200];
+	size_t quotes = 0;
 
-	snprintf(header, sizeof(header), "%s_headers", data_path);
-	return access(header, F_OK) == 0;
+	while (len > 0 && buf[len - 1] != '\n')
+		quotes += buf[--len] == '"';
+	return quotes;
+}
+
+/* An existing file whose last line has no line end (a writer that was
+ * killed, a full disk) gets one before our first row, with the quote its
+ * torn row left open closed first, and stderr hears of it once. Only the
+ * file's tail is read: a quoted line break earlier in the torn row itself
+ * is not seen. */
+static int end_torn_line(struct csv_file *f, enum csv_layout layout, char *err, size_t errlen)
+{
+	char tail[4096], fix[3];
+	size_t len = 0;
+	struct stat st;
+	off_t want;
+	ssize_t n;
+
+	if (fstat(f->fd, &st) != 0 || st.st_size == 0)
+		return 0;
+	want = st.st_size < (off_t)sizeof(tail) ? st.st_size : (off_t)sizeof(tail);
+	n = pread(f->fd, tail, (size_t)want, st.st_size - want);
+	if (n <= 0 || tail[n - 1] == '\n')
+		return 0;
+	bool open_quote = quotes_in_last_line(tail, (size_t)n) % 2;
+	if (open_quote)
+		fix[len++] = '"';
+	if (layout == CSV_LAYOUT_ACTIVITY && (open_quote || tail[n - 1] != '\r'))
+		fix[len++] = '\r';
+	fix[len++] = '\n';
+	errno = 0;
+	if (write(f->fd, fix, len) != (ssize_t)len) {
+		snprintf(err, errlen, "cannot end the torn last line of %s: %s", f->path,
+			 strerror(errno ? errno : EIO));
+		return -1;
+	}
+	fprintf(stderr, "pmetrics: %s ended in a torn line (no line end: an earlier writer "
+		"stopped mid-row); new rows start on a new line\n", f->path);
+	return 0;
 }
 
 struct csv_file *csv_file_open(const char *dir, const char *data_name,
@@ -228,17 +258,17 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	snprintf(f->path, sizeof(f->path), "%s/%s", dir, data_name);
-	f->created_data = access(f->path, F_OK) != 0;
-	f->created_header = !header_exists(f->path);
-	f->fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (f->fd < 0) {
-		snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
+	f->fd = -1;
+	f->dir = output_dir_open(dir, err, errlen);
+	if (!f->dir) {
 		free(f);
 		return NULL;
 	}
-	if (write_header(dir, data_name, header, n_header, layout, err, errlen)) {
-		f->created_header = false;
+	snprintf(f->name, sizeof(f->name), "%s", data_name);
+	output_dir_file_path(f->dir, data_name, f->path, sizeof(f->path));
+	f->fd = output_dir_open_append(f->dir, data_name, &f->created_data, err, errlen);
+	if (f->fd < 0 || end_torn_line(f, layout, err, errlen) ||
+	    write_header(f, header, n_header, err, errlen)) {
 		csv_file_discard(f);
 		return NULL;
 	}
@@ -247,16 +277,20 @@ struct csv_file *csv_file_open(const char *dir, const char *data_name,
 
 void csv_file_discard(struct csv_file *f)
 {
-	char header[sizeof(f->path) + 16];
+	char name[NAME_MAX + 16];
+	struct stat st;
 
 	if (!f)
 		return;
-	close(f->fd);
-	if (f->created_data && f->rows_written == 0)
-		unlink(f->path);
-	snprintf(header, sizeof(header), "%s_headers", f->path);
+	/* Unlinked while still locked, so no sibling starts appending to it. */
+	if (f->created_data && f->rows_written == 0 && fstat(f->fd, &st) == 0)
+		output_dir_remove(f->dir, f->name, &st);
+	header_name(f, name, sizeof(name));
 	if (f->created_header)
-		unlink(header);
+		output_dir_remove(f->dir, name, &f->header_id);
+	if (f->fd >= 0)
+		close(f->fd);
+	output_dir_discard(f->dir);
 	free(f);
 }
 
@@ -288,20 +322,33 @@ static void cut_back(struct csv_file *f, off_t size)
 			f->path, strerror(errno));
 }
 
-int csv_file_flush(struct csv_file *f)
+/* The length of the whole rows at the start of BUF[0..len), and their
+ * number in *rows. A row ends at a '\n' outside quotes: a quoted field
+ * may hold line breaks. */
+static size_t whole_rows(const char *buf, size_t len, uint64_t *rows)
+{
+	size_t whole = 0;
+	bool quoted = false;
+
+	*rows = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] == '"')
+			quoted = !quoted;
+		else if (buf[i] == '\n' && !quoted) {
+			whole = i + 1;
+			++*rows;
+		}
+	}
+	return whole;
+}
+
+/* Writes the queue; returns the bytes that reached the file, with
+ * f->error set when not all did (ENOSPC, EFBIG past a file size limit,
+ * EIO). */
+static size_t write_queue(struct csv_file *f)
 {
 	size_t done = 0;
-	struct stat st;
 
-	if (f->error) {
-		f->dropped += f->queued_rows;
-		f->queued = f->queued_rows = 0;
-		return -f->error;
-	}
-	if (f->queued == 0)
-		return 0;
-	if (fstat(f->fd, &st) != 0)
-		st.st_size = -1;
 	while (done < f->queued) {
 		ssize_t n = write(f->fd, f->queue + done, f->queued - done);
 		if (n < 0 && errno == EINTR)
@@ -312,14 +359,28 @@ int csv_file_flush(struct csv_file *f)
 		}
 		done += (size_t)n;
 	}
+	return done;
+}
+
+int csv_file_flush(struct csv_file *f)
+{
+	struct stat st;
+	size_t done;
+
+	if (f->error) {
+		f->dropped += f->queued_rows;
+		f->queued = f->queued_rows = 0;
+		return -f->error;
+	}
+	if (f->queued == 0)
+		return 0;
+	if (fstat(f->fd, &st) != 0)
+		st.st_size = -1;
+	done = write_queue(f);
 	if (f->error) {
 		/* Keep the whole rows that made it, drop the torn tail. */
-		size_t whole = done;
-		uint64_t kept = 0;
-		while (whole > 0 && f->queue[whole - 1] != '\n')
-			whole--;
-		for (size_t i = 0; i < whole; i++)
-			kept += f->queue[i] == '\n';
+		uint64_t kept;
+		size_t whole = whole_rows(f->queue, done, &kept);
 		if (done > whole && st.st_size >= 0)
 			cut_back(f, st.st_size + (off_t)whole);
 		f->rows_written += kept;
@@ -344,6 +405,7 @@ int csv_file_close(struct csv_file *f)
 	ret = csv_file_flush(f);
 	if (close(f->fd) != 0 && !ret)
 		ret = -errno;
+	output_dir_close(f->dir);
 	free(f);
 	return ret;
 }

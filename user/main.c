@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* pmetrics: function spans and resource use of a process, from BPF. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +12,20 @@
 
 #define PMETRICS_VERSION "0.1.0"
 
-
-
+/* Started with stdin, stdout or stderr closed (`2>&-`), the first file
+ * opened would take that number, and the summary printed to stderr would
+ * land in a data file. Each closed one gets /dev/null instead; returns -1
+ * when that cannot be done. */
+static int open_standard_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (open("/dev/null", O_RDWR) != fd)
+			return -1;
+	}
+	return 0;
+}
 
 static void usage(FILE *out)
 {
@@ -33,6 +47,8 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	if (open_standard_fds())
+		return 1;
 	pmetrics_start_ns = monotonic_ns();
 	if (argc < 2) {
 		usage(stderr);

@@ -87,7 +87,9 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 	return parse_native(eq + 1, out, err, errlen);
 }
 
-int duration_parse(const char *arg, uint64_t *ns)
+/* "1.5s" -> 1.5e9: a number and one unit, in nanoseconds as a double so
+ * that nothing overflows before the caller's range check. -1 when not. */
+static int duration_value(const char *arg, double *ns)
 {
 	static const struct { const char *suffix; double ns; } units[] = {
 		{ "ms", 1e6 }, { "us", 1e3 }, { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 },
@@ -102,12 +104,36 @@ int duration_parse(const char *arg, uint64_t *ns)
 		return -1;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(end, units[i].suffix) == 0) {
-			double total = v * units[i].ns;
-			if (total < 1 || total > 1e19)
-				return -1;
-			*ns = (uint64_t)total;
+			*ns = v * units[i].ns;
 			return 0;
 		}
 	}
 	return -1;
+}
+
+int duration_parse(const char *arg, uint64_t *ns)
+{
+	double v;
+
+	if (duration_value(arg, &v) || v < 1 || v > 1e19)
+		return -1;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
+int duration_option_parse(const char *arg, uint64_t *ns, char *err, size_t errlen)
+{
+	double v;
+
+	if (duration_value(arg, &v)) {
+		snprintf(err, errlen, "bad --duration '%s': use a number with a unit (500ms, 30s, "
+			 "5m, 1h), from 1ms to 8760h (1 year)", arg);
+		return -1;
+	}
+	if (v < (double)DURATION_MIN_NS || v > (double)DURATION_MAX_NS) {
+		snprintf(err, errlen, "bad --duration '%s': it must be from 1ms to 8760h (1 year)", arg);
+		return -1;
+	}
+	*ns = (uint64_t)v;
+	return 0;
 }

@@ -25,7 +25,17 @@ struct probe_spec {
 /* Parses "STATE=TARGET". Returns 0, or -1 with a one-line reason. */
 int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t errlen);
 
-/* Parses "500ms", "30s", "1.5m", "2h" into nanoseconds. Returns 0 or -1. */
+/* Parses "500ms", "30s", "1.5m", "2h", "250us" into nanoseconds.
+ * Returns 0 or -1. */
 int duration_parse(const char *arg, uint64_t *ns);
+
+/* --duration: at least 1 ms (the capture loop wakes every 100 ms, so a
+ * shorter value is a mistaken unit, 250us meant as 250ms) and at most a
+ * year (more is a typo such as 1e9h, not a plan). */
+#define DURATION_MIN_NS 1000000ull
+#define DURATION_MAX_NS (8760ull * 3600 * 1000000000)
+/* duration_parse() within [DURATION_MIN_NS, DURATION_MAX_NS]. Returns 0,
+ * or -1 with a one-line reason naming the range in err. */
+int duration_option_parse(const char *arg, uint64_t *ns, char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "kernel_check.h"
 #include "elf_symbols.h"
+#include "output_dir.h"
 #include "pyspan.h"
 #include "pyspan_config.h"
 #include "resources.h"
@@ -43,8 +44,7 @@ struct session {
 	struct csv_file *csv;
 	struct wall_clock clock;
 	struct span_stats stats[SPAN_MAX_PROBES];
-	char created_dirs[8][PATH_MAX]; /* made by us: removed on a failed start */
-	int n_created_dirs;
+	struct output_dir *out; /* -o DIR, open for the whole session */
 	int write_error;
 	uint64_t open_at_end;   /* calls still open when the capture ended */
 	uint64_t counters[SPAN_CNT_MAX]; /* loss counters at that moment */
@@ -147,52 +147,23 @@ static int check_kernel(struct session *s)
 	return 0;
 }
 
-/* mkdir -p that remembers what it made, so a failed start can undo it. */
+/* Makes and opens the output directory before anything starts, so a bad
+ * -o fails first; every file of the session is opened in it. */
 static int make_output_dir(struct session *s, const char *dir)
 {
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
+	char err[1024];
 
-	if (len >= sizeof(path)) {
-		cli_error("output directory name too long: %s", dir);
-		return -1;
-	}
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; ; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-		*p = '\0';
-		if (mkdir(path, 0755) == 0) {
-			if (s->n_created_dirs < 8)
-				snprintf(s->created_dirs[s->n_created_dirs++], PATH_MAX, "%s", path);
-		} else if (errno != EEXIST) {
-			cli_error("cannot create output directory %s: %s; pick another with -o DIR",
-			     path, strerror(errno));
-			return -1;
-		}
-		*p = saved;
-		if (!saved)
-			break;
-	}
-	struct stat st;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		cli_error("output path %s is not a directory; pick another with -o DIR", dir);
-		return -1;
-	}
-	if (access(dir, W_OK) != 0) {
-		cli_error("output directory %s is not writable (%s); pick another with -o DIR",
-		     dir, strerror(errno));
-		return -1;
-	}
-	return 0;
+	s->out = output_dir_open(dir, err, sizeof(err));
+	if (!s->out)
+		cli_error("%s", err);
+	return s->out ? 0 : -1;
 }
 
+/* After a failed start: the directories this session made go too. */
 static void remove_created_dirs(struct session *s)
 {
-	for (int i = s->n_created_dirs - 1; i >= 0; i--)
-		rmdir(s->created_dirs[i]);
-	s->n_created_dirs = 0;
+	output_dir_discard(s->out);
+	s->out = NULL;
 }
 
 /* ---- probes ---------------------------------------------------------- */
@@ -629,6 +600,9 @@ static void install_signal_handlers(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* Past a file size limit write() then fails with EFBIG, handled as a
+	 * full disk (whole rows kept, losses counted), instead of a kill. */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 static int setup(struct session *s)
@@ -803,6 +777,7 @@ int record_run(const struct record_opts *opts)
 		ret = 1;
 	csv_file_close(s->csv);
 out:
+	output_dir_close(s->out);
 	teardown(s);
 	free(s);
 	return ret;

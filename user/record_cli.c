@@ -71,8 +71,9 @@ void record_usage(FILE *out)
 "                           robot_context_resources: its thread's on-CPU,\n"
 "                           run-queue and blocked time, context switches,\n"
 "                           migrations, page faults, RSS at start/end/peak\n"
-"      --interval SECONDS   time between polls, >= 1 (10, 2.5, 10s);\n"
-"                           default 10 or $OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL\n"
+"      --interval SECONDS   time between polls, from 1 to 86400 (1 day):\n"
+"                           10, 2.5, 10s; default 10 or\n"
+"                           $OT_SYSTEM_RESOURCE_TRACKER_REFRESH_INTERVAL\n"
 "      --process-filter GLOB  keep processes whose command line matches GLOB\n"
 "                           (fnmatch: * also matches /); repeatable; replaces\n"
 "                           $OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS\n"
@@ -85,9 +86,10 @@ void record_usage(FILE *out)
 "                           everything is attached.\n"
 "\n"
 "Session:\n"
-"  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h); default:\n"
-"                           until Ctrl-C, SIGTERM or the target exits. A\n"
-"                           started COMMAND still running then gets SIGTERM\n"
+"  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h), from 1ms\n"
+"                           to 8760h (1 year); default: until Ctrl-C,\n"
+"                           SIGTERM or the target exits. A started COMMAND\n"
+"                           still running then gets SIGTERM\n"
 "  -o, --output-dir DIR     where the CSV files go, created if missing\n"
 "                           (default " DEFAULT_OUTPUT_DIR ")\n"
 "      --layout LAYOUT      context (robot_context_data, default) or\n"
@@ -273,6 +275,8 @@ static int check_resource_options(struct record_opts *o)
 
 static int parse_one(struct record_opts *o, int c, const char *arg)
 {
+	char err[256];
+
 	switch (c) {
 	case 'p':
 		if (parse_pid(arg, &o->pid))
@@ -281,8 +285,8 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case 'P':
 		return add_probe(o, arg);
 	case 'd':
-		if (duration_parse(arg, &o->duration_ns))
-			return usage("bad --duration '%s': use a number with a unit: 500ms, 30s, 5m, 1h", arg);
+		if (duration_option_parse(arg, &o->duration_ns, err, sizeof(err)))
+			return usage("%s", err);
 		return 0;
 	case 'o':
 		if (!*arg)

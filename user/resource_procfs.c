@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define CMDLINE_MAX (64 * 1024)
@@ -254,30 +253,6 @@ int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck
 	close(dirfd);
 	return err;
 }
-
-int resource_mkdirs(const char *path)
-{
-	char buf[4096];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 #define PF_KTHREAD 0x00200000u
 
 /* FNV-1a of the command name: the exec generation /proc cannot give. */

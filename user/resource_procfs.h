@@ -62,7 +62,4 @@ int resource_procfs_task(uint32_t pid, long clk_tck, struct resource_task *out);
 /* MemAvailable in bytes from /proc/meminfo. */
 int resource_read_mem_available(uint64_t *bytes);
 
-/* mkdir -p. Returns 0 or -1 with errno set. */
-int resource_mkdirs(const char *path);
-
 #endif

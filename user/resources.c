@@ -317,33 +317,20 @@ static bool selected(const struct resource_sampler *s,
 
 /* ---- rows ---------------------------------------------------------- */
 
-/* The command in a CSV field. The activity layout quotes every field
- * itself; the context layout is bare, so a command that would break the
- * row (',', '"', CR, LF) is quoted here the RFC 4180 way. */
+/* The command in a CSV field, cut so a row always fits CSV_ROW_MAX; the
+ * quoting is csv_row_str's, the one rule for every field. */
 void resource_csv_command(struct csv_row *row, const char *command)
 {
-	char buf[2 * COMMAND_CSV_MAX + 3];
-	size_t len = strnlen(command, COMMAND_CSV_MAX), n = 0;
-	bool quote = false;
+	char cut[COMMAND_CSV_MAX + 1];
+	size_t len = strnlen(command, COMMAND_CSV_MAX);
 
-	if (row->layout == CSV_LAYOUT_CONTEXT)
-		for (size_t i = 0; i < len && !quote; i++)
-			quote = strchr(",\"\r\n", command[i]) != NULL;
-	if (!quote && command[len] == '\0') {
+	if (command[len] == '\0') {
 		csv_row_str(row, command);
 		return;
 	}
-	if (quote)
-		buf[n++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		if (quote && command[i] == '"')
-			buf[n++] = '"';
-		buf[n++] = command[i];
-	}
-	if (quote)
-		buf[n++] = '"';
-	buf[n] = '\0';
-	csv_row_str(row, buf);
+	memcpy(cut, command, len);
+	cut[len] = '\0';
+	csv_row_str(row, cut);
 }
 
 static int append_row(struct resource_sampler *s, struct csv_file *f,
@@ -558,13 +545,9 @@ static int load_bpf(struct resource_sampler *s)
 
 static int open_files(struct resource_sampler *s)
 {
-	char err[256];
+	char err[512];
 
-	if (resource_mkdirs(s->opts.storage_dir) != 0) {
-		fprintf(stderr, "pmetrics: cannot create %s: %s; pick a writable storage directory\n",
-			s->opts.storage_dir, strerror(errno));
-		return -errno;
-	}
+	/* csv_file_open makes the directory, or shares the one already open. */
 	s->data = csv_file_open(s->opts.storage_dir, "system_resource_data",
 				system_resource_header, 6, s->opts.layout, err, sizeof(err));
 	if (s->data)
@@ -573,6 +556,8 @@ static int open_files(struct resource_sampler *s)
 					  err, sizeof(err));
 	if (!s->data || !s->series) {
 		fprintf(stderr, "pmetrics: %s\n", err);
+		csv_file_discard(s->data); /* a failed start leaves nothing it made */
+		s->data = NULL;
 		return -EIO;
 	}
 	return 0;

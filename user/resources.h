@@ -93,8 +93,7 @@ struct resource_stats {
 };
 const struct resource_stats *resource_sampler_stats(const struct resource_sampler *s);
 
-/* The command field: cut to 4096 bytes; in the context layout quoted
- * RFC-4180 style when it holds ',', '"', CR or LF. */
+/* The command field: cut to 4096 bytes, quoted by csv_row_str's rule. */
 void resource_csv_command(struct csv_row *row, const char *command);
 void resource_sampler_close(struct resource_sampler *s);
 /* Closes S after a failed start: the CSV files it created are removed. */

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 		return 2;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGXFSZ, SIG_IGN); /* as pmetrics record: EFBIG, not a kill */
 	bpf_loader_init(&(struct bpf_loader_settings){ .verbose = opts.verbose });
 	if (resource_sampler_open(&s, &opts) != 0)
 		return 1;

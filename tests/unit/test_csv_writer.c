@@ -173,6 +173,178 @@ static void discard_removes_only_new_files(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* Python's csv.writer (QUOTE_MINIMAL, lineterminator "\n") on the same
+ * fields: ['a,b', 'say "hi"', 'cr\rlf\n', '', 'plain', ' sp '] */
+static void context_quotes_fields_like_python_csv(void **state)
+{
+	static const char want[] = "\"a,b\",\"say \"\"hi\"\"\",\"cr\rlf\n\",,plain, sp \n";
+	static const char *const fields[] = { "a,b", "say \"hi\"", "cr\rlf\n", "", "plain", " sp " };
+	struct csv_row row;
+	(void)state;
+
+	csv_row_begin(&row, CSV_LAYOUT_CONTEXT);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		csv_row_str(&row, fields[i]);
+	assert_int_equal(csv_row_end(&row), (int)strlen(want));
+	assert_memory_equal(row.buf, want, row.len);
+}
+
+/* Python's csv.writer with QUOTE_ALL and "\r\n": line breaks stay inside
+ * the quotes, quotes are doubled. */
+static void activity_keeps_line_breaks_inside_quotes(void **state)
+{
+	static const char want[] = "\"a,b\",\"say \"\"hi\"\"\",\"cr\rlf\n\",\"\"\r\n";
+	struct csv_row row;
+	(void)state;
+
+	csv_row_begin(&row, CSV_LAYOUT_ACTIVITY);
+	csv_row_str(&row, "a,b");
+	csv_row_str(&row, "say \"hi\"");
+	csv_row_str(&row, "cr\rlf\n");
+	csv_row_str(&row, "");
+	assert_int_equal(csv_row_end(&row), (int)strlen(want));
+	assert_memory_equal(row.buf, want, row.len);
+}
+
+/* Sets a file size limit of LIMIT bytes (soft only) for one flush. */
+static int flush_under_limit(struct csv_file *f, rlim_t limit)
+{
+	struct rlimit old, small;
+	int ret;
+
+	signal(SIGXFSZ, SIG_IGN);
+	getrlimit(RLIMIT_FSIZE, &old);
+	small.rlim_cur = limit;
+	small.rlim_max = old.rlim_max;
+	fflush(stdout); /* the limit would also cut the test's own log */
+	fflush(stderr);
+	setrlimit(RLIMIT_FSIZE, &small);
+	ret = csv_file_flush(f);
+	setrlimit(RLIMIT_FSIZE, &old);
+	return ret;
+}
+
+/* A quoted line break is not a row end: a write cut inside the third row
+ * keeps two rows, counts two, and leaves no part of the third. */
+static void torn_write_counts_rows_not_line_breaks(void **state)
+{
+	static const char *const header[] = { "h" };
+	char dir[] = "/tmp/pm-csv-XXXXXX", path[256], err[256];
+	struct csv_row row;
+	struct csv_file *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	f = csv_file_open(dir, "data", header, 1, CSV_LAYOUT_ACTIVITY, err, sizeof(err));
+	assert_non_null(f);
+	for (int i = 0; i < 4; i++) { /* 29 bytes each */
+		csv_row_begin(&row, CSV_LAYOUT_ACTIVITY);
+		csv_row_str(&row, "A\nB");
+		csv_row_u64(&row, 1718739269730290312ull);
+		assert_int_equal(csv_row_end(&row), 29);
+		assert_int_equal(csv_file_append(f, &row), 0);
+	}
+	assert_int_equal(flush_under_limit(f, 70), -EFBIG);
+	assert_int_equal(csv_file_rows_written(f), 2);
+	assert_int_equal(csv_file_dropped(f), 2);
+	assert_int_equal(csv_file_close(f), -EFBIG);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	assert_string_equal(read_file(path), "\"A\nB\",\"1718739269730290312\"\r\n"
+					     "\"A\nB\",\"1718739269730290312\"\r\n");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/data_headers", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Opens DIR/data (made with CONTENT) in LAYOUT, appends one span row of
+ * state B and returns the file's bytes. */
+static const char *append_after(const char *dir, const char *content, enum csv_layout layout)
+{
+	static const char *const header[] = { "h" };
+	char path[256], err[256];
+	struct csv_row row;
+	struct csv_file *f;
+	FILE *out;
+
+	snprintf(path, sizeof(path), "%s/data", dir);
+	out = fopen(path, "w");
+	fputs(content, out);
+	fclose(out);
+	f = csv_file_open(dir, "data", header, 1, layout, err, sizeof(err));
+	assert_non_null(f);
+	span_row(&row, layout, "B");
+	assert_int_equal(csv_file_append(f, &row), 0);
+	assert_int_equal(csv_file_close(f), 0);
+	return read_file(path);
+}
+
+static void torn_last_line_is_ended_before_new_rows(void **state)
+{
+	char dir[] = "/tmp/pm-csv-XXXXXX", cmd[64];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	assert_string_equal(append_after(dir, "A,1,2\nA,17187", CSV_LAYOUT_CONTEXT),
+			    "A,1,2\nA,17187\nB,1718739269730290312,14028043893\n");
+	/* a quote the torn row left open is closed first */
+	assert_string_equal(append_after(dir, "\"A\",\"1\",\"2\"\r\n\"A\",\"17", CSV_LAYOUT_ACTIVITY),
+			    "\"A\",\"1\",\"2\"\r\n\"A\",\"17\"\r\n"
+			    "\"B\",\"1718739269730290312\",\"14028043893\"\r\n");
+	assert_string_equal(append_after(dir, "\"A\",\"1\",\"2\"\r", CSV_LAYOUT_ACTIVITY),
+			    "\"A\",\"1\",\"2\"\r\n\"B\",\"1718739269730290312\",\"14028043893\"\r\n");
+	/* a whole last line is left alone */
+	assert_string_equal(append_after(dir, "A,1,2\n", CSV_LAYOUT_CONTEXT),
+			    "A,1,2\nB,1718739269730290312,14028043893\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void discard_keeps_files_that_were_there(void **state)
+{
+	static const char *const header[] = { "a", "b" };
+	char dir[] = "/tmp/pm-csv-XXXXXX", data[256], head[256], err[256];
+	struct csv_file *f;
+	FILE *out;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(head, sizeof(head), "%s/data_headers", dir);
+	out = fopen(data, "w");
+	fputs("1,2\n", out);
+	fclose(out);
+	out = fopen(head, "w");
+	fputs("a,b", out);
+	fclose(out);
+	f = csv_file_open(dir, "data", header, 2, CSV_LAYOUT_CONTEXT, err, sizeof(err));
+	assert_non_null(f);
+	csv_file_discard(f);
+	assert_string_equal(read_file(data), "1,2\n");
+	assert_string_equal(read_file(head), "a,b");
+	unlink(data);
+	unlink(head);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void planted_symlink_is_refused_in_one_line(void **state)
+{
+	static const char *const header[] = { "h" };
+	char dir[] = "/tmp/pm-csv-XXXXXX", path[256], err[512];
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/robot_context_data", dir);
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_null(csv_file_open(dir, "robot_context_data", header, 1, CSV_LAYOUT_CONTEXT,
+				  err, sizeof(err)));
+	assert_non_null(strstr(err, "robot_context_data: it is a symlink"));
+	assert_null(strchr(err, '\n'));
+	unlink(path);
+	/* nothing else was made: no header file */
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void layout_names(void **state)
 {
 	enum csv_layout l;
@@ -205,6 +377,12 @@ int main(void)
 		cmocka_unit_test(file_appends_and_writes_header),
 		cmocka_unit_test(torn_write_is_cut_back_to_whole_rows),
 		cmocka_unit_test(discard_removes_only_new_files),
+		cmocka_unit_test(context_quotes_fields_like_python_csv),
+		cmocka_unit_test(activity_keeps_line_breaks_inside_quotes),
+		cmocka_unit_test(torn_write_counts_rows_not_line_breaks),
+		cmocka_unit_test(torn_last_line_is_ended_before_new_rows),
+		cmocka_unit_test(discard_keeps_files_that_were_there),
+		cmocka_unit_test(planted_symlink_is_refused_in_one_line),
 		cmocka_unit_test(layout_names),
 		cmocka_unit_test(overlong_row_is_refused),
 	};

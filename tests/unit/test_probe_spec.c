@@ -90,6 +90,26 @@ static void bad_durations(void **state)
 		assert_int_equal(duration_parse(bad[i], &ns), -1);
 }
 
+/* --duration: from 1 ms to a year, and the error names the range. */
+static void duration_option_range(void **state)
+{
+	static const char *const out_of_range[] = { "250us", "999us", "8761h", "1e9h", "1e308h" };
+	char err[256];
+	uint64_t ns;
+	(void)state;
+	assert_int_equal(duration_option_parse("1ms", &ns, err, sizeof(err)), 0);
+	assert_int_equal(ns, 1000000ull);
+	assert_int_equal(duration_option_parse("8760h", &ns, err, sizeof(err)), 0);
+	assert_int_equal(ns, 8760ull * 3600 * 1000000000);
+	for (size_t i = 0; i < sizeof(out_of_range) / sizeof(out_of_range[0]); i++) {
+		assert_int_equal(duration_option_parse(out_of_range[i], &ns, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "it must be from 1ms to 8760h (1 year)"));
+	}
+	assert_int_equal(duration_option_parse("10", &ns, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "bad --duration '10': use a number with a unit"));
+	assert_non_null(strstr(err, "from 1ms to 8760h"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -98,6 +118,7 @@ int main(void)
 		cmocka_unit_test(python_spec),
 		cmocka_unit_test(rejects_malformed),
 		cmocka_unit_test(durations),
+		cmocka_unit_test(duration_option_range),
 		cmocka_unit_test(bad_durations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,41 @@ static void bad_env_values_are_rejected(void **state)
 	expect_env_rejected(ENV "LOGGING_LEVEL", "VERBOSE", "LOGGING_LEVEL");
 }
 
+/* From 1 s (upstream's minimum) to a day; a huge value once overflowed
+ * the nanosecond schedule into a busy loop. */
+static void interval_range_is_one_second_to_one_day(void **state)
+{
+	static const char *const bad[] = { "86401", "2e10", "1e308", "0.999", "inf", "nan", "-1" };
+	struct resource_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(resource_opts_from_env(&o, err, sizeof(err)), 0);
+	assert_int_equal(resource_opts_set_interval(&o, "86400", err, sizeof(err)), 0);
+	assert_true(o.interval_s == 86400.0);
+	assert_int_equal(resource_opts_set_interval(&o, "1s", err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(resource_opts_set_interval(&o, bad[i], err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "86400"));
+		assert_null(strchr(err, '\n'));
+	}
+	assert_true(o.interval_s == 1.0);
+	expect_env_rejected(ENV "REFRESH_INTERVAL", "2e10", "at most 86400 seconds (1 day)");
+}
+
+static void control_characters_in_names_are_rejected(void **state)
+{
+	struct resource_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(resource_opts_from_env(&o, err, sizeof(err)), 0);
+	assert_int_equal(resource_opts_add_filter(&o, "python3\n*", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'python3?*' holds a control character"));
+	expect_env_rejected(ENV "STORAGE_DIR", "/data/x\ny", "without control characters");
+	expect_env_rejected(ENV "ENABLED", "tr\nue", "not \"tr?ue\"");
+}
+
 static void flags_override_env(void **state)
 {
 	struct resource_opts o;
@@ -382,6 +417,8 @@ int main(void)
 		cmocka_unit_test_setup(defaults_match_upstream, setup),
 		cmocka_unit_test_setup(env_values_are_read, setup),
 		cmocka_unit_test_setup(bad_env_values_are_rejected, setup),
+		cmocka_unit_test_setup(interval_range_is_one_second_to_one_day, setup),
+		cmocka_unit_test_setup(control_characters_in_names_are_rejected, setup),
 		cmocka_unit_test_setup(flags_override_env, setup),
 		cmocka_unit_test_setup(too_many_filters_are_rejected, setup),
 		cmocka_unit_test(command_lines_read_like_psutil),
