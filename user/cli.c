@@ -43,3 +43,22 @@ void cli_verbose(bool on, const char *fmt, ...)
 	line(fmt, ap);
 	va_end(ap);
 }
+
+bool cli_has_control_char(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+const char *cli_printable(const char *s)
+{
+	static char buf[256];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}

@@ -20,4 +20,11 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "pmetrics: MESSAGE" when ON (-v). */
 void cli_verbose(bool on, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Whether S holds a control character (a newline would split a message
+ * or a row; names from the command line with one are refused). */
+bool cli_has_control_char(const char *s);
+/* S for a one-line message: control characters shown as '?', cut to 255
+ * bytes (a static buffer: one use per message). */
+const char *cli_printable(const char *s);
+
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The output directory and safe opens inside it; see output_dir.h. */
 #include "output_dir.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,14 +44,6 @@ const char *output_dir_path(const struct output_dir *d)
 void output_dir_file_path(const struct output_dir *d, const char *name, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s%s%s", d->path, strcmp(d->path, "/") ? "/" : "", name);
-}
-
-static bool has_control_char(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
 }
 
 /* Returns 0, or -1 with errno ENOMEM. */
@@ -178,7 +171,7 @@ struct output_dir *output_dir_open(const char *path, char *err, size_t errlen)
 	size_t len = strlen(path);
 	struct output_dir *d;
 
-	if (len == 0 || len >= sizeof(key) || has_control_char(path)) {
+	if (len == 0 || len >= sizeof(key) || cli_has_control_char(path)) {
 		snprintf(err, errlen, "output directory name is empty, too long or holds a "
 			 "control character; pick another with -o DIR");
 		return NULL;

@@ -336,10 +336,12 @@ static int open_csv(struct session *s)
 
 static void report_write_error(struct session *s)
 {
-	cli_error("writing %s failed: %s; %llu rows are in the file, %llu were not written: "
-	     "free space and start again", csv_file_path(s->csv), strerror(s->write_error),
-	     (unsigned long long)csv_file_rows_written(s->csv),
-	     (unsigned long long)csv_file_dropped(s->csv));
+	cli_error("writing %s failed: %s; %llu rows are in the file, %llu were not written: %s",
+		  csv_file_path(s->csv), strerror(s->write_error),
+		  (unsigned long long)csv_file_rows_written(s->csv),
+		  (unsigned long long)csv_file_dropped(s->csv),
+		  s->write_error == EFBIG ? "raise the file size limit (ulimit -f) or pick another -o DIR"
+					  : "free space and start again");
 }
 
 static void drain(struct session *s)
@@ -445,7 +447,8 @@ static int resources_finish(struct session *s)
 		return ret;
 	resource_sampler_summary(s->res, stderr);
 	if (resource_sampler_stats(s->res)->write_errors) {
-		cli_error("writing the resource rows in %s failed: free space and start again",
+		cli_error("writing the resource rows in %s failed: free space (or raise the "
+			  "file size limit, ulimit -f) and start again",
 		     s->opts->output_dir);
 		ret = 1;
 	}

@@ -3,6 +3,7 @@
  * with the defaults and rejections of the upstream tracker (formats.md
  * section 2). */
 #include "resources.h"
+#include "cli.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -22,26 +23,6 @@ static char env_filter_text[8192];
  * busy loop). */
 #define INTERVAL_MIN_S 1.0
 #define INTERVAL_MAX_S 86400.0
-
-/* V for a one-line message: control characters shown as '?'. */
-static const char *printable(const char *v)
-{
-	static char buf[256];
-	size_t i;
-
-	for (i = 0; v[i] && i < sizeof(buf) - 1; i++)
-		buf[i] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
-	buf[i] = '\0';
-	return buf;
-}
-
-static bool has_control_char(const char *v)
-{
-	for (; *v; v++)
-		if ((unsigned char)*v < 0x20 || *v == 0x7f)
-			return true;
-	return false;
-}
 
 static const char *const default_filters[] = { "/opt/opentrons*", "python3*" };
 
@@ -66,7 +47,7 @@ static int parse_enabled(const char *v, struct resource_opts *opts, char *err, s
 	else if (strcasecmp(v, "false") == 0)
 		opts->enabled = false;
 	else {
-		snprintf(err, errlen, ENV_PREFIX "ENABLED must be true or false, not \"%s\"", printable(v));
+		snprintf(err, errlen, ENV_PREFIX "ENABLED must be true or false, not \"%s\"", cli_printable(v));
 		return -1;
 	}
 	return 0;
@@ -108,7 +89,7 @@ static int parse_filters(const char *v, struct resource_opts *opts, char *err, s
 		opts->filters[n++] = item;
 	}
 	if (n == 0) {
-		snprintf(err, errlen, ENV_PREFIX "PROCESS_FILTERS must be a comma-separated list of globs, not \"%s\"", printable(v));
+		snprintf(err, errlen, ENV_PREFIX "PROCESS_FILTERS must be a comma-separated list of globs, not \"%s\"", cli_printable(v));
 		return -1;
 	}
 	opts->n_filters = n;
@@ -146,12 +127,12 @@ static int parse_interval(const char *what, const char *v, bool allow_suffix,
 
 	if (parse_seconds(v, allow_suffix, &d) != 0) {
 		snprintf(err, errlen, "%s must be a number of seconds from 1.0 to 86400 (1 day), "
-			 "not \"%s\"", what, printable(v));
+			 "not \"%s\"", what, cli_printable(v));
 		return -1;
 	}
 	if (d < INTERVAL_MIN_S || d > INTERVAL_MAX_S) {
 		snprintf(err, errlen, "%s must be at least 1.0 and at most 86400 seconds "
-			 "(1 day), not \"%s\"", what, printable(v));
+			 "(1 day), not \"%s\"", what, cli_printable(v));
 		return -1;
 	}
 	opts->interval_s = d;
@@ -160,9 +141,9 @@ static int parse_interval(const char *what, const char *v, bool allow_suffix,
 
 static int parse_storage_dir(const char *v, struct resource_opts *opts, char *err, size_t errlen)
 {
-	if (v[0] != '/' || has_control_char(v)) {
+	if (v[0] != '/' || cli_has_control_char(v)) {
 		snprintf(err, errlen, ENV_PREFIX "STORAGE_DIR must be an absolute path without "
-			 "control characters, not \"%s\"", printable(v));
+			 "control characters, not \"%s\"", cli_printable(v));
 		return -1;
 	}
 	opts->storage_dir = v;
@@ -184,7 +165,7 @@ static int parse_log_level(const char *v, struct resource_opts *opts, char *err,
 			return 0;
 		}
 	}
-	snprintf(err, errlen, ENV_PREFIX "LOGGING_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not \"%s\"", printable(v));
+	snprintf(err, errlen, ENV_PREFIX "LOGGING_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not \"%s\"", cli_printable(v));
 	return -1;
 }
 
@@ -214,9 +195,9 @@ int resource_opts_add_filter(struct resource_opts *opts, const char *glob,
 		snprintf(err, errlen, "--process-filter needs a non-empty glob");
 		return -1;
 	}
-	if (has_control_char(glob)) {
+	if (cli_has_control_char(glob)) {
 		snprintf(err, errlen, "--process-filter '%s' holds a control character (shown as "
-			 "'?'): match it with ? or * instead", printable(glob));
+			 "'?'): match it with ? or * instead", cli_printable(glob));
 		return -1;
 	}
 	/* The first flag replaces whatever the environment said. */

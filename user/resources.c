@@ -612,6 +612,12 @@ void resource_sampler_summary(const struct resource_sampler *s, FILE *out)
 			" rows too long, %" PRIu64 " write errors, %" PRIu64 " failed polls\n",
 			st->unreadable, st->pid_reused, st->zombies, st->rows_too_long,
 			st->write_errors, st->failed_polls);
+	if (s->data && (csv_file_dropped(s->data) || csv_file_dropped(s->series)))
+		fprintf(out, "resources: %" PRIu64 " rows written to %s and %" PRIu64 " lost; %"
+			PRIu64 " written to %s and %" PRIu64 " lost\n",
+			csv_file_rows_written(s->data), csv_file_path(s->data), csv_file_dropped(s->data),
+			csv_file_rows_written(s->series), csv_file_path(s->series),
+			csv_file_dropped(s->series));
 }
 
 void resource_sampler_close(struct resource_sampler *s)

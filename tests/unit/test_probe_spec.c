@@ -62,6 +62,17 @@ static void rejects_malformed(void **state)
 	}
 }
 
+/* A control character would split the one-line error that echoes it. */
+static void rejects_control_characters(void **state)
+{
+	(void)state;
+	assert_int_equal(probe_spec_parse("S=lib\nx.so:f", &spec, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "'S=lib?x.so:f'"));
+	assert_null(strchr(err, '\n'));
+	assert_int_equal(probe_spec_parse("S=/opt/a\tb:f", &spec, err, sizeof(err)), -1);
+	assert_int_equal(probe_spec_parse("S=/opt/a b:f", &spec, err, sizeof(err)), 0);
+}
+
 static void durations(void **state)
 {
 	uint64_t ns;
@@ -117,6 +128,7 @@ int main(void)
 		cmocka_unit_test(native_soname_and_main),
 		cmocka_unit_test(python_spec),
 		cmocka_unit_test(rejects_malformed),
+		cmocka_unit_test(rejects_control_characters),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(duration_option_range),
 		cmocka_unit_test(bad_durations),
