@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 static struct bpf_object_open_opts open_opts = { .sz = sizeof(struct bpf_object_open_opts) };
@@ -18,25 +19,115 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* A --btf file is checked before it is handed to libbpf, which would
- * only say "Unknown error 4001" about a file that is not BTF. */
-static int check_btf_file(const char *path)
+/* The size of struct NAME in BTF, or -1 when it has none. */
+static long struct_size(const struct btf *btf, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT);
+
+	return id > 0 ? (long)btf__type_by_id(btf, (__u32)id)->size : -1;
+}
+
+/* The machine a kernel's BTF is of, from the register structs each
+ * architecture's kernel has: "x86_64", "aarch64", or NULL. */
+static const char *btf_machine(const struct btf *btf)
+{
+	if (struct_size(btf, "user_pt_regs") > 0)
+		return "aarch64";
+	if (struct_size(btf, "pt_regs") > 0 && struct_size(btf, "fregs_state") > 0)
+		return "x86_64";
+	return NULL;
+}
+
+/* "Linux version X ..." from an ELF vmlinux's banner, into OUT ("" for
+ * raw BTF, which carries no version). */
+static void banner_release(const char *path, char *out, size_t len)
+{
+	static const char tag[] = "Linux version ";
+	char buf[1 << 16];
+	size_t n, keep = sizeof(tag) + 64;
+	FILE *f = fopen(path, "rb");
+
+	out[0] = '\0';
+	if (!f || fread(buf, 1, 4, f) != 4 || memcmp(buf, "\177ELF", 4) != 0) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	/* windows overlapping by KEEP bytes, so no banner is cut in two */
+	while (!out[0] && (n = fread(buf + keep, 1, sizeof(buf) - keep, f)) > 0) {
+		char *at = memmem(buf, n + keep, tag, sizeof(tag) - 1);
+
+		if (at && (size_t)(buf + n + keep - at) > sizeof(tag) + 1)
+			sscanf(at + sizeof(tag) - 1, "%63s", out);
+		memmove(buf, buf + n, keep);
+	}
+	fclose(f);
+	(void)len;
+}
+
+int btf_file_check(const char *path, const char *release, const char *machine,
+		   const struct btf *own, char *err, size_t errlen)
 {
 	struct btf *btf;
+	const char *arch;
+	char banner[64];
+	long size, own_size;
 
 	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "pmetrics: cannot read --btf %s: %s\n", path, strerror(errno));
+		snprintf(err, errlen, "cannot read --btf %s: %s", path, strerror(errno));
 		return -1;
 	}
 	btf = btf__parse(path, NULL);
-	if (!libbpf_get_error(btf)) {
-		btf__free(btf);
-		return 0;
+	if (libbpf_get_error(btf)) {
+		snprintf(err, errlen, "cannot use --btf %s: it is not BTF (raw, or an ELF file with "
+			 "a .BTF section); give this kernel's BTF, e.g. made by "
+			 "pahole --btf_encode_detached=FILE from its vmlinux", path);
+		return -1;
 	}
-	fprintf(stderr, "pmetrics: cannot use --btf %s: it is not BTF (raw, or an ELF file "
-		"with a .BTF section); give this kernel's BTF, e.g. made by "
-		"pahole --btf_encode_detached=FILE from its vmlinux\n", path);
+	/* a BPF object's or a module's BTF may describe task_struct too, but
+	 * only a kernel's has its functions */
+	size = btf__find_by_name_kind(btf, "do_exit", BTF_KIND_FUNC) > 0 ?
+		       struct_size(btf, "task_struct") : -1;
+	arch = btf_machine(btf);
+	own_size = own ? struct_size(own, "task_struct") : -1;
+	banner_release(path, banner, sizeof(banner));
+	btf__free(btf);
+	if (size < 0)
+		snprintf(err, errlen, "cannot use --btf %s: it is not a kernel's BTF (no do_exit or "
+			 "no struct task_struct: a module's or a BPF program's?)", path);
+	else if (arch && strcmp(arch, machine) != 0)
+		snprintf(err, errlen, "cannot use --btf %s: it is the BTF of an %s kernel, and this "
+			 "one is %s", path, arch, machine);
+	else if (banner[0] && strcmp(banner, release) != 0)
+		snprintf(err, errlen, "cannot use --btf %s: it is from Linux %s, and this kernel is %s",
+			 path, banner, release);
+	else if (own_size > 0 && own_size != size)
+		snprintf(err, errlen, "cannot use --btf %s: it is from another kernel (struct "
+			 "task_struct has %ld bytes in it, %ld in this kernel's own BTF)", path, size,
+			 own_size);
+	else
+		return 0;
 	return -1;
+}
+
+/* A --btf file is checked before it is handed to libbpf, which would
+ * only say "Unknown error 4001" about a file that is not BTF, and would
+ * read wrong offsets from another kernel's. */
+static int check_btf_file(const char *path)
+{
+	struct btf *own = btf__load_vmlinux_btf();
+	struct utsname u;
+	char err[1024];
+	int ret;
+
+	if (libbpf_get_error(own))
+		own = NULL;
+	uname(&u);
+	ret = btf_file_check(path, u.release, u.machine, own, err, sizeof(err));
+	btf__free(own);
+	if (ret)
+		fprintf(stderr, "pmetrics: %s\n", err);
+	return ret;
 }
 
 int bpf_loader_init(const struct bpf_loader_settings *s)

@@ -19,6 +19,15 @@ struct bpf_loader_settings {
  * one-line error (a --btf file that is not BTF). */
 int bpf_loader_init(const struct bpf_loader_settings *s);
 
+/* Is the BTF file PATH usable for the kernel RELEASE on MACHINE (uname's
+ * strings), whose own BTF is OWN (NULL when it has none)? It must be a
+ * kernel's BTF, of this architecture, of this release when it tells
+ * (an ELF vmlinux carries its banner), and lay out struct task_struct as
+ * OWN does. Returns 0, or -1 with a one-line reason naming PATH. */
+struct btf;
+int btf_file_check(const char *path, const char *release, const char *machine,
+		   const struct btf *own, char *err, size_t errlen);
+
 /* Where CO-RE can learn the kernel's struct layout: its own BTF
  * (/sys/kernel/btf/vmlinux), a --btf file, or nowhere. Objects reading
  * kernel structs need one of the first two; BTF tracepoints and

@@ -321,9 +321,8 @@ static void btf_why(const struct kernel_facts *f, bool own_only, char *out, size
 								  "rules it out)" : "";
 
 	snprintf(out, len, "the kernel has no BTF (%s%s)%s",
-		 f->opt_btf == 'n' ? "CONFIG_DEBUG_INFO_BTF is not set" :
-		 f->opt_btf == '?' ? "no /sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF" :
-				     "no /sys/kernel/btf/vmlinux", reduced,
+		 f->opt_btf == 'n' ? "CONFIG_DEBUG_INFO_BTF is not set"
+				   : "no /sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF", reduced,
 		 own_only ? "" : "; or give --btf FILE");
 }
 
