@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness: the JSON lines reader. Input fed in chunks whose
  * size comes from the first byte; with the simdjson fast path built in,
  * the same input also goes through json-c alone and every counter and

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
+#include "analyze/model.h"
+#include "analyze/readers.h"
 
 static struct analyze_config cfg;
 

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
-#include "analyze_report.h"
-#include "analyze_version.h"
+#include "analyze/model.h"
+#include "analyze/readers.h"
+#include "analyze/report.h"
+#include "analyze/semver.h"
 
 #define UVICORN "python3 -m uvicorn robot_server.app:app --port 31950"
 #define RENDERER "/opt/opentrons-app/opentrons --type=renderer --lang=en"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_stats.h"
+#include "analyze/stats.h"
 
 #define assert_near(got, want, tol)                                             \
 	do {                                                                    \

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* Statistics and JavaScript-compatible number handling for analyze. */
-#include "analyze_stats.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Input readers of pmetrics analyze. Both are push parsers: feed them
  * bytes in chunks of any size, then call *_finish, so a file, a gzip
  * stream, stdin and a fuzzer's buffer all go through the same code. */
@@ -7,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze_model.h"
+#include "model.h"
 
 /* Longest line (JSON) or record (CSV) accepted; longer ones are skipped
  * and counted, so one runaway line cannot exhaust memory. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The accumulated state of pmetrics analyze: versions, the keys inside
  * each version, and per key a streaming trend accumulator plus the uptime
  * buckets. Memory grows with versions x keys x buckets (and a bounded
@@ -10,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyze_stats.h"
+#include "stats.h"
 
 #define ANALYZE_BUCKETS 7
 #define ANALYZE_SYSTEM_KEY "odd-available-memory"

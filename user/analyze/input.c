@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* Opens analyze's inputs (files, gzip or not, stdin, capture directories)
  * and pushes their bytes into the matching reader. */
-#include "analyze_readers.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* pmetrics analyze results: upstream's rules, its JSON, and a text table. */
-#include "analyze_report.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Results of pmetrics analyze and their three renderings: upstream's JSON
  * (byte for byte), a compact text table, and an SVG chart. */
 #ifndef PMETRICS_ANALYZE_REPORT_H
@@ -5,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "analyze_model.h"
+#include "model.h"
 
 enum p_method { P_EXACT, P_UPSTREAM };
 

@@ -1,6 +1,8 @@
-/* pmetrics analyze (issue 5): memory-leak trend analysis of exported
+// SPDX-License-Identifier: MIT
+/* pmetrics analyze: memory-leak trend analysis of exported
  * resourceMonitorReport events and of pmetrics' own memory series,
- * compatible with upstream's ODD memory usage analysis (formats.md s.3). */
+ * compatible with upstream's ODD memory usage analysis (formats.md s.3).
+ * This file holds the command line: options, inputs, which output. */
 #include "analyze.h"
 
 #include <getopt.h>
@@ -8,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
-#include "analyze_report.h"
+#include "model.h"
+#include "readers.h"
+#include "report.h"
 
 #define SVG_POINTS_PER_KEY 1500
 #define MAX_RULES 64

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: MIT
 /* Versions, keys and their accumulators for pmetrics analyze. */
-#include "analyze_model.h"
+#include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_version.h"
+#include "semver.h"
 
 const struct uptime_bucket analyze_buckets[ANALYZE_BUCKETS] = {
 	{ 0, 20, "0-20hrs" },       { 20, 40, "20-40hrs" },

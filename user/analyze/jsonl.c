@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* JSON lines reader: one resourceMonitorReport event per line, parsed
  * with json-c's strict tokenizer. */
-#include "analyze_readers.h"
+#include "readers.h"
 
 #include <json-c/json.h>
 #include <math.h>

@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: MIT
 /* Reader for pmetrics' own memory series (memory_series_data): CSV in the
  * context layout (bare fields, command quoted when needed, "\n") or the
  * activity layout (every field quoted, "\r\n"). A record may span lines
  * when a quoted command holds a newline. */
-#include "analyze_readers.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <math.h>

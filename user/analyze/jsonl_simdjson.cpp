@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: MIT
 /* simdjson fast path of the JSON lines reader. json-c builds a tree of
  * heap objects for every line, ~4 us for a 1 KB report; simdjson's DOM
  * parser validates the same line into a reused tape in ~0.3 us. Any line
  * simdjson refuses (bad UTF-8, numbers out of range, trailing text,
  * nesting deeper than json-c allows...) goes back to the json-c path, which
  * decides whether it is malformed, so both paths skip and use the same
- * lines. The walk below mirrors add_report() in analyze_jsonl.c field by
+ * lines. The walk below mirrors add_report() in jsonl.c field by
  * field: a JSON null counts as absent, and of duplicate keys the last one
  * wins, as with json-c (and JavaScript's JSON.parse). */
 #include <simdjson.h>
@@ -15,12 +16,12 @@
 #include <new>
 
 extern "C" {
-#include "analyze_readers.h"
+#include "readers.h"
 }
 
 using namespace simdjson;
 
-/* json-c's tokenizer depth in analyze_jsonl.c; deeper lines go to json-c */
+/* json-c's tokenizer depth in jsonl.c; deeper lines go to json-c */
 static const size_t JSON_DEPTH = 64;
 
 struct jsonl_simd {
@@ -58,7 +59,7 @@ static bool string_is(const dom::element &e, std::string_view want)
 	return e.is_string() && e.get_string().value_unsafe() == want;
 }
 
-/* report_number() of analyze_jsonl.c */
+/* report_number() of jsonl.c */
 static double number(const dom::element &e)
 {
 	switch (e.type()) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Statistics for pmetrics analyze: a numerically stable streaming Pearson
  * accumulator, least-squares slope with its confidence interval, the exact
  * and the upstream one-tailed p-values, and the JavaScript number
