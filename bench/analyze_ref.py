@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Reference for the analyze benchmark: the computation of
 `pmetrics analyze --p-value upstream` (formats.md section 3) written the
 plain way in Debian's python3 with the json module, as the upstream Node

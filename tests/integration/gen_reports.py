@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes N resourceMonitorReport events, uptime START + i*STEP hours, with
 # memory a linear function of uptime, so every statistic can be checked by
 # hand. Usage: gen_reports.py N STEP [START]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Reads an 8-bit RGB/RGBA PNG (what Chromium's --screenshot writes) with
 zlib and struct only, and prints: width height distinct_colours
 non_white_fraction, then for each RGB hex given on the command line the

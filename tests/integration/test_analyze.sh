@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pmetrics analyze on generated exports whose results are known by hand
 # (tests/integration/gen_reports.py: memory linear in uptime).
 source "$ROOT/tests/integration/lib.sh"
