@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* JSON lines reader: one resourceMonitorReport event per line, parsed
- * with json-c's strict tokenizer. */
+/* JSON lines reader: splits the input into lines and has each parsed,
+ * by simdjson when it takes the line, else by json-c's strict tokenizer,
+ * which decides what is malformed. Either way the fields go into a
+ * struct raw_event and event_take() (event.c) judges them. */
 #include "readers.h"
 
 #include <json-c/json.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,129 +37,80 @@ void jsonl_reader_destroy(struct jsonl_reader *r)
 	if (r->tok)
 		json_tokener_free(r->tok);
 	jsonl_reader_json_c_only(r);
+	raw_event_free(&r->event);
 	free(r->line);
 	r->tok = NULL;
 	r->line = NULL;
 }
 
-/* A number the way upstream reads it: parseFloat of a string, or a JSON
- * number. Everything else is NaN. */
-static double report_number(struct json_object *o)
-{
-	switch (json_object_get_type(o)) {
-	case json_type_string:
-		return js_parse_float(json_object_get_string(o),
-				      (size_t)json_object_get_string_len(o));
-	case json_type_double:
-	case json_type_int:
-		return json_object_get_double(o);
-	default:
-		return NAN;
-	}
-}
-
-static struct json_object *field(struct json_object *o, const char *name)
+/* The value under NAME in O as the rules see it (raw_kind). */
+static void raw_field(struct json_object *o, const char *name, struct raw_value *out)
 {
 	struct json_object *v = NULL;
 
 	json_object_object_get_ex(o, name, &v);
-	return v;
-}
-
-static int string_is(struct json_object *o, const char *want)
-{
-	size_t n = strlen(want);
-
-	return json_object_get_string_len(o) == (int)n &&
-		memcmp(json_object_get_string(o), want, n) == 0;
-}
-
-static void add_processes(struct analysis *a, size_t version, double uptime,
-			  struct json_object *list)
-{
-	size_t i, n;
-
-	if (!json_object_is_type(list, json_type_array)) {
-		if (list)
-			a->values_skipped++;
-		return;
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		out->kind = RAW_ABSENT;
+		break;
+	case json_type_string:
+		out->kind = RAW_STRING;
+		out->str = json_object_get_string(v);
+		out->len = (size_t)json_object_get_string_len(v);
+		break;
+	case json_type_double:
+	case json_type_int:
+		out->kind = RAW_NUMBER;
+		out->num = json_object_get_double(v);
+		break;
+	case json_type_array:
+		out->kind = RAW_ARRAY;
+		break;
+	default:
+		out->kind = RAW_OTHER;
+		break;
 	}
-	n = json_object_array_length(list);
+}
+
+static void extract_processes(struct raw_event *ev, struct json_object *list)
+{
+	size_t i, n = json_object_array_length(list);
+
 	for (i = 0; i < n; i++) {
 		struct json_object *p = json_object_array_get_idx(list, i);
-		struct json_object *name = field(p, "name");
-		double mb;
-		long key;
+		struct raw_process *rp = raw_event_add_process(ev);
 
-		if (!json_object_is_type(p, json_type_object) ||
-		    !json_object_is_type(name, json_type_string)) {
-			a->values_skipped++;
+		rp->is_object = json_object_is_type(p, json_type_object);
+		if (!rp->is_object)
 			continue;
-		}
-		key = analysis_resolve_name(a, json_object_get_string(name),
-					    (size_t)json_object_get_string_len(name));
-		if (key < 0) {
-			a->processes_dropped++;
-			continue;
-		}
-		mb = report_number(field(p, "memRssMb"));
-		if (!isfinite(mb)) {
-			a->values_skipped++;
-			continue;
-		}
-		analysis_add_process(a, version, key, uptime, mb);
+		raw_field(p, "name", &rp->name);
+		raw_field(p, "memRssMb", &rp->mem_rss_mb);
 	}
 }
 
-/* One parsed event. */
-static void add_report(struct jsonl_reader *r, struct json_object *ev)
+/* Copies the fields the rules look at from a parsed line into EV. */
+static void extract_event(struct raw_event *ev, struct json_object *root)
 {
-	struct analysis *a = r->a;
-	struct json_object *props, *event, *version, *mode;
-	double uptime, avail;
-	long vi;
+	struct json_object *props = NULL, *list = NULL;
 
-	event = field(ev, "event");
-	if (event && !string_is(event, "resourceMonitorReport")) {
-		a->other_event++;
+	raw_event_clear(ev);
+	ev->is_object = json_object_is_type(root, json_type_object);
+	if (!ev->is_object)
 		return;
-	}
-	props = field(ev, "properties");
-	if (!json_object_is_type(props, json_type_object)) {
-		analysis_skip(a, r->source, r->lineno, SKIP_NOT_REPORT);
+	raw_field(root, "event", &ev->event);
+	json_object_object_get_ex(root, "properties", &props);
+	ev->has_properties = json_object_is_type(props, json_type_object);
+	if (!ev->has_properties)
 		return;
+	raw_field(props, "appMode", &ev->app_mode);
+	raw_field(props, "appVersion", &ev->app_version);
+	raw_field(props, "systemUptimeHrs", &ev->uptime_hrs);
+	raw_field(props, "systemAvailMemMb", &ev->avail_mem_mb);
+	raw_field(props, "processesDetails", &ev->processes);
+	if (ev->processes.kind == RAW_ARRAY) {
+		json_object_object_get_ex(props, "processesDetails", &list);
+		extract_processes(ev, list);
 	}
-	mode = field(props, "appMode");
-	if (mode && !string_is(mode, "ODD")) {
-		a->other_event++; /* upstream asks for appMode == "ODD" only */
-		return;
-	}
-	version = field(props, "appVersion");
-	if (!json_object_is_type(version, json_type_string)) {
-		analysis_skip(a, r->source, r->lineno, SKIP_NO_VERSION);
-		return;
-	}
-	vi = analysis_version(a, json_object_get_string(version),
-			      (size_t)json_object_get_string_len(version));
-	if (vi < 0) {
-		a->other_version++;
-		return;
-	}
-	/* Upstream reports a version that had events even when none of them
-	 * had a usable uptime. */
-	a->versions[vi].has_reports = 1;
-	uptime = report_number(field(props, "systemUptimeHrs"));
-	if (!isfinite(uptime)) {
-		analysis_skip(a, r->source, r->lineno, SKIP_BAD_UPTIME);
-		return;
-	}
-	a->records_used++;
-	avail = report_number(field(props, "systemAvailMemMb"));
-	if (isfinite(avail))
-		analysis_add_system(a, (size_t)vi, uptime, avail);
-	else
-		a->values_skipped++;
-	add_processes(a, (size_t)vi, uptime, field(props, "processesDetails"));
 }
 
 static int blank(const char *s, size_t len)
@@ -181,8 +133,10 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 		return; /* upstream drops blank lines silently */
 	r->a->lines++;
 #ifdef PM_HAVE_SIMDJSON
-	if (r->simd && jsonl_simd_line(r->simd, r, line, len) == 0)
+	if (r->simd && jsonl_simd_line(r->simd, r, line, len) == 0) {
+		r->fast_lines++;
 		return;
+	}
 #endif
 	json_tokener_reset(r->tok);
 	ev = json_tokener_parse_ex(r->tok, line, (int)len);
@@ -195,10 +149,9 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 	if (!ev || json_tokener_get_error(r->tok) != json_tokener_success ||
 	    !blank(line + end, len - end)) {
 		analysis_skip(r->a, r->source, r->lineno, SKIP_MALFORMED);
-	} else if (!json_object_is_type(ev, json_type_object)) {
-		analysis_skip(r->a, r->source, r->lineno, SKIP_NOT_REPORT);
 	} else {
-		add_report(r, ev);
+		extract_event(&r->event, ev);
+		event_take(r->a, &r->event, r->source, r->lineno);
 	}
 	json_object_put(ev);
 }

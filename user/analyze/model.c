@@ -162,7 +162,7 @@ static void oom(void)
 	exit(2);
 }
 
-static void *xrealloc(void *p, size_t n)
+void *analyze_xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
@@ -172,7 +172,7 @@ static void *xrealloc(void *p, size_t n)
 
 static char *xstrndup(const char *s, size_t len)
 {
-	char *d = xrealloc(NULL, len + 1);
+	char *d = analyze_xrealloc(NULL, len + 1);
 
 	memcpy(d, s, len);
 	d[len] = '\0';
@@ -185,7 +185,7 @@ static size_t add_version(struct analysis *a, const char *name, size_t len)
 
 	if (a->n_versions == a->cap_versions) {
 		a->cap_versions = a->cap_versions ? a->cap_versions * 2 : 8;
-		a->versions = xrealloc(a->versions, a->cap_versions * sizeof(*a->versions));
+		a->versions = analyze_xrealloc(a->versions, a->cap_versions * sizeof(*a->versions));
 	}
 	v = &a->versions[a->n_versions];
 	memset(v, 0, sizeof(*v));
@@ -280,8 +280,8 @@ static long intern_key(struct analysis *a, const char *name, size_t len)
 		return e->value;
 	if (a->n_key_names == a->cap_key_names) {
 		a->cap_key_names = a->cap_key_names ? a->cap_key_names * 2 : 64;
-		a->key_names = xrealloc(a->key_names, a->cap_key_names * sizeof(char *));
-		a->key_lens = xrealloc(a->key_lens, a->cap_key_names * sizeof(size_t));
+		a->key_names = analyze_xrealloc(a->key_names, a->cap_key_names * sizeof(char *));
+		a->key_lens = analyze_xrealloc(a->key_lens, a->cap_key_names * sizeof(size_t));
 	}
 	a->key_names[a->n_key_names] = xstrndup(name, len);
 	a->key_lens[a->n_key_names] = len;
@@ -354,7 +354,7 @@ static void keep_point(struct analysis *a, struct key_stats *k, double x, double
 	if (!cap)
 		return;
 	if (!k->points)
-		k->points = xrealloc(NULL, cap * sizeof(*k->points));
+		k->points = analyze_xrealloc(NULL, cap * sizeof(*k->points));
 	if (k->n_points < cap) {
 		slot = k->n_points++;
 	} else {
@@ -399,7 +399,7 @@ static struct key_stats *version_key(struct version_stats *v, uint32_t key_id)
 
 		while (n <= key_id)
 			n *= 2;
-		v->slot_of_key = xrealloc(v->slot_of_key, n * sizeof(int32_t));
+		v->slot_of_key = analyze_xrealloc(v->slot_of_key, n * sizeof(int32_t));
 		for (i = v->n_slots; i < n; i++)
 			v->slot_of_key[i] = -1;
 		v->n_slots = n;
@@ -408,7 +408,7 @@ static struct key_stats *version_key(struct version_stats *v, uint32_t key_id)
 		return &v->keys[v->slot_of_key[key_id]];
 	if (v->n_keys == v->cap_keys) {
 		v->cap_keys = v->cap_keys ? v->cap_keys * 2 : 16;
-		v->keys = xrealloc(v->keys, v->cap_keys * sizeof(*v->keys));
+		v->keys = analyze_xrealloc(v->keys, v->cap_keys * sizeof(*v->keys));
 	}
 	k = &v->keys[v->n_keys];
 	memset(k, 0, sizeof(*k));

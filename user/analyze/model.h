@@ -121,6 +121,10 @@ void analysis_order_versions(struct analysis *a);
 /* One line per kind of skip on OUT; nothing when nothing was skipped. */
 void analysis_print_skips(const struct analysis *a, FILE *out);
 
+/* realloc that exits with one line when memory runs out: analyze keeps
+ * little state, so running out means there is nothing sensible to do. */
+void *analyze_xrealloc(void *p, size_t n);
+
 /* Default rules of upstream (formats.md s.3). */
 int analyze_default_rules(struct analyze_rule **aggregate, int *n_aggregate,
 			  struct analyze_rule **drop, int *n_drop);

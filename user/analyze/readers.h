@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "event.h"
 #include "model.h"
 
 /* Longest line (JSON) or record (CSV) accepted; longer ones are skipped
@@ -26,10 +27,12 @@ struct jsonl_reader {
 	const char *source;
 	struct json_tokener *tok;
 	struct jsonl_simd *simd; /* NULL: json-c only */
+	struct raw_event event;  /* the current line's fields, for event_take */
 	char *line;            /* a line split across chunks */
 	size_t len, cap;
 	int too_long;
 	uint64_t lineno;
+	uint64_t fast_lines;   /* lines simdjson parsed (the rest went to json-c) */
 };
 
 int jsonl_reader_init(struct jsonl_reader *r, struct analysis *a, const char *source);
@@ -41,9 +44,10 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len);
 /* Drops the simdjson fast path: every line through json-c (tests, fuzzing). */
 void jsonl_reader_json_c_only(struct jsonl_reader *r);
 
-/* simdjson fast path (analyze_jsonl_simd.cpp, built when libsimdjson-dev
- * is installed: PM_HAVE_SIMDJSON). jsonl_simd_line returns 0 when it used
- * the line, -1 when simdjson refused it and json-c must decide. */
+/* simdjson fast path (jsonl_simdjson.cpp, built when libsimdjson-dev is
+ * installed: PM_HAVE_SIMDJSON). jsonl_simd_line returns 0 when it parsed
+ * the line and handed its fields to event_take, -1 when simdjson refused
+ * it and json-c must decide. */
 struct jsonl_simd *jsonl_simd_new(void);
 void jsonl_simd_free(struct jsonl_simd *s);
 int jsonl_simd_line(struct jsonl_simd *s, struct jsonl_reader *r, const char *line, size_t len);
