@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/* What counts as a report, as one table: each row is one JSON line and
+ * what it must be worth (used with which samples, or skipped and why).
+ * Every row runs through the json-c reader alone and through the simdjson
+ * fast path (when built in), and both must give exactly the row's result:
+ * the two readers share one rule set (event.c), and this proves that what
+ * they extract for it is the same, awkward lines included. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/model.h"
+#include "analyze/readers.h"
+
+/* Lines are written with ' for " to stay readable; RAW rows are fed as
+ * they are (for a real '). */
+#define REPORT(props) "{'event':'resourceMonitorReport','properties':{" props "}}"
+#define ODD "'appVersion':'8.2.0','appMode':'ODD',"
+#define UVICORN "python3 -m uvicorn robot_server.app:app"
+
+enum verdict {
+	USED,          /* a report: its samples are below */
+	BLANK,         /* not even counted as a line */
+	MALFORMED,
+	NOT_REPORT,
+	NO_VERSION,
+	BAD_UPTIME,
+	OTHER_EVENT,
+};
+
+struct want_sample {
+	const char *key;
+	size_t key_len; /* 0: strlen(key) */
+	double mb;
+};
+
+struct rule_case {
+	const char *what;
+	const char *line;
+	size_t len;         /* 0: strlen(line) */
+	int raw;            /* fed as written: no ' -> " */
+	enum verdict verdict;
+	const char *version; /* USED: NULL means 8.2.0 */
+	double uptime;
+	double avail;       /* NAN: no system sample */
+	struct want_sample procs[3]; /* one sample per key, first-seen order */
+	unsigned values_skipped, dropped;
+};
+
+#define LONG_NAME_LEN 5000
+
+static const struct rule_case cases[] = {
+	{ "numbers as strings, the ODD's own form",
+	  REPORT(ODD "'systemUptimeHrs':'26.00','systemAvailMemMb':'1043.12','processesDetails':"
+		 "[{'name':'" UVICORN "','memRssMb':'201.55'},{'name':'nmcli c','memRssMb':'3'},"
+		 "{'name':'x','memRssMb':'12.5'}]"),
+	  .verdict = USED, .uptime = 26, .avail = 1043.12,
+	  .procs = { { "robot-server-uvicorn-processes", 0, 201.55 }, { "x", 0, 12.5 } },
+	  .dropped = 1 },
+	{ "numbers as JSON numbers",
+	  REPORT(ODD "'systemUptimeHrs':26.5,'systemAvailMemMb':1043,'processesDetails':"
+		 "[{'name':'x','memRssMb':-1.5e2}]"),
+	  .verdict = USED, .uptime = 26.5, .avail = 1043, .procs = { { "x", 0, -150 } } },
+	{ "strings read like parseFloat: space before, text after",
+	  REPORT(ODD "'systemUptimeHrs':' \\t26.5h','systemAvailMemMb':'1e3MB','processesDetails':"
+		 "[{'name':'x','memRssMb':'+.5'},{'name':'y','memRssMb':'-0x10'}]"),
+	  .verdict = USED, .uptime = 26.5, .avail = 1000, .procs = { { "x", 0, 0.5 }, { "y", 0, 0 } } },
+	{ "Infinity as a string is a number to parseFloat, but not a finite one",
+	  REPORT(ODD "'systemUptimeHrs':'-Infinity'"), .verdict = BAD_UPTIME },
+	{ "extra fields anywhere are ignored",
+	  "{'x':[1,{'y':null}],'event':'resourceMonitorReport','time':1,'properties':{'a':{},"
+	  ODD "'systemUptimeHrs':'1','z':[],'processesDetails':[{'pid':3,'name':'x','memRssMb':'2','q':true}]}}",
+	  .verdict = USED, .uptime = 1, .avail = NAN, .procs = { { "x", 0, 2 } }, .values_skipped = 1 },
+	{ "whitespace between every token, CR at the end",
+	  " { 'event' : 'resourceMonitorReport' ,\t'properties' : { 'appVersion' : '8.2.0' , "
+	  "'systemUptimeHrs' : 3 , 'processesDetails' : [ { 'name' : 'x' , 'memRssMb' : 4 } ] } }\r",
+	  .verdict = USED, .uptime = 3, .avail = NAN, .procs = { { "x", 0, 4 } }, .values_skipped = 1 },
+	{ "a repeated key: the last one wins, as in JSON.parse",
+	  REPORT("'appVersion':'1','appVersion':'8.2.0','systemUptimeHrs':'9','systemUptimeHrs':'2',"
+		 "'processesDetails':[{'name':'a','name':'b','memRssMb':'1','memRssMb':'7'}]"),
+	  .verdict = USED, .uptime = 2, .avail = NAN, .procs = { { "b", 0, 7 } }, .values_skipped = 1 },
+	{ "JSON null is as good as absent",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':null,'processesDetails':null"),
+	  .verdict = USED, .uptime = 1, .avail = NAN, .values_skipped = 1 },
+	{ "no event name: taken as a report",
+	  "{'properties':{" ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5'}}",
+	  .verdict = USED, .uptime = 1, .avail = 5 },
+	{ "another event", "{'event':'appStart','properties':{" ODD "'systemUptimeHrs':'1'}}",
+	  .verdict = OTHER_EVENT },
+	{ "event name of the wrong type", "{'event':7,'properties':{" ODD "'systemUptimeHrs':'1'}}",
+	  .verdict = OTHER_EVENT },
+	{ "no appMode: taken", REPORT("'appVersion':'8.2.0','systemUptimeHrs':'1'"),
+	  .verdict = USED, .uptime = 1, .avail = NAN, .values_skipped = 1 },
+	{ "appMode of another kind of robot", REPORT("'appVersion':'8.2.0','appMode':'OT2','systemUptimeHrs':'1'"),
+	  .verdict = OTHER_EVENT },
+	{ "no appVersion", REPORT("'appMode':'ODD','systemUptimeHrs':'1'"), .verdict = NO_VERSION },
+	{ "appVersion as a number", REPORT("'appVersion':8.2,'systemUptimeHrs':'1'"), .verdict = NO_VERSION },
+	{ "uptime missing", REPORT(ODD "'systemAvailMemMb':'5'"), .verdict = BAD_UPTIME },
+	{ "uptime not a number", REPORT(ODD "'systemUptimeHrs':'abc'"), .verdict = BAD_UPTIME },
+	{ "uptime true", REPORT(ODD "'systemUptimeHrs':true"), .verdict = BAD_UPTIME },
+	{ "uptime an object", REPORT(ODD "'systemUptimeHrs':{'h':1}"), .verdict = BAD_UPTIME },
+	{ "uptime NaN in letters", REPORT(ODD "'systemUptimeHrs':'NaN'"), .verdict = BAD_UPTIME },
+	{ "uptime beyond the largest double", REPORT(ODD "'systemUptimeHrs':1e400"), .verdict = BAD_UPTIME },
+	{ "uptime an integer beyond 64 bits",
+	  REPORT(ODD "'systemUptimeHrs':123456789012345678901234567890"),
+	  .verdict = USED, .uptime = 18446744073709551615.0, .avail = NAN,
+	  .values_skipped = 1 },
+	{ "digits of another script are not digits",
+	  REPORT(ODD "'systemUptimeHrs':'\xd9\xa1\xd9\xa2'"), .verdict = BAD_UPTIME },
+	{ "the process list of the wrong type",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':'x'"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .values_skipped = 1 },
+	{ "process entries of every wrong kind",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[7,null,[],'p',{},{'memRssMb':'1'},{'name':3,'memRssMb':'1'},{'name':'a','memRssMb':'x'},"
+		 "{'name':'b','memRssMb':1e400},{'name':'c','memRssMb':[1]},{'name':'d'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .values_skipped = 11 },
+	{ "nested oddities stay where they are",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[[[[[[{'name':'deep','memRssMb':'1'}]]]]],{'name':{'name':'x'},'memRssMb':'1'},"
+		 "{'name':'e','memRssMb':'2','more':{'a':[[[[[[[[[[1]]]]]]]]]]}}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "e", 0, 2 } }, .values_skipped = 2 },
+	{ "a name holding NUL and non-ASCII is kept whole",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':'a\\u0000b \\u00e9\xe2\x82\xac','memRssMb':'1'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "a\0b \xc3\xa9\xe2\x82\xac", 9, 1 } } },
+	{ "a name with invalid UTF-8 is its own key",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':'a\xff\xfe','memRssMb':'1'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "a\xff\xfe", 0, 1 } } },
+	{ "a lone surrogate in a name",
+	  REPORT(ODD "'systemUptimeHrs':'1','processesDetails':[{'name':'x\\ud800','memRssMb':'1'}]"),
+	  .verdict = USED, .uptime = 1, .avail = NAN, .procs = { { "x\xef\xbf\xbd", 0, 1 } },
+	  .values_skipped = 1 },
+	{ "__proto__ and constructor are names like any other",
+	  REPORT(ODD "'systemUptimeHrs':'1','processesDetails':[{'name':'__proto__','memRssMb':'1'},"
+		 "{'name':'constructor','memRssMb':'2'}]"),
+	  .verdict = USED, .uptime = 1, .avail = NAN,
+	  .procs = { { "__proto__", 0, 1 }, { "constructor", 0, 2 } }, .values_skipped = 1 },
+	{ "a very long name", NULL, .verdict = USED, .uptime = 1, .avail = NAN,
+	  .procs = { { NULL, LONG_NAME_LEN, 1 } }, .values_skipped = 1 },
+	{ "blank", " \t \r", .verdict = BLANK },
+	{ "cut short", "{'event':'resourceMonitorReport','properties':{'appVersion':'8.2", .verdict = MALFORMED },
+	{ "text after the object", REPORT(ODD "'systemUptimeHrs':'1'") " x", .verdict = MALFORMED },
+	{ "a byte order mark before the object", "\xef\xbb\xbf" REPORT(ODD "'systemUptimeHrs':'1'"),
+	  .verdict = MALFORMED },
+	{ "not JSON at all", "hello", .verdict = MALFORMED },
+	{ "a trailing comma", REPORT(ODD "'systemUptimeHrs':'1',"), .verdict = MALFORMED },
+	{ "single quotes, which json-c takes for an object", "{'a':1}", .raw = 1, .verdict = NOT_REPORT },
+	{ "NaN as a bare word, which json-c takes for a number",
+	  REPORT(ODD "'systemUptimeHrs':NaN"), .verdict = BAD_UPTIME },
+	{ "a number with a leading zero", REPORT(ODD "'systemUptimeHrs':01"), .verdict = MALFORMED },
+	{ "a negative number with a leading zero, which json-c reads",
+	  REPORT(ODD "'systemUptimeHrs':-01,'systemAvailMemMb':'5'"),
+	  .verdict = USED, .uptime = -1, .avail = 5 },
+	{ "a number ending in a point, which json-c reads",
+	  REPORT(ODD "'systemUptimeHrs':1.,'systemAvailMemMb':'5'"), .verdict = USED, .uptime = 1, .avail = 5 },
+	{ "a raw tab inside a string, which json-c reads",
+	  REPORT(ODD "'systemUptimeHrs':'1\t','systemAvailMemMb':'5'"),
+	  .verdict = USED, .uptime = 1, .avail = 5 },
+	{ "an array", "[1,2]", .verdict = NOT_REPORT },
+	{ "a string", "'resourceMonitorReport'", .verdict = NOT_REPORT },
+	{ "a bare number", "123", .verdict = NOT_REPORT },
+	{ "properties of the wrong type", "{'event':'resourceMonitorReport','properties':[1]}",
+	  .verdict = NOT_REPORT },
+	{ "no properties", "{'event':'resourceMonitorReport'}", .verdict = NOT_REPORT },
+};
+
+#define N_CASES (sizeof(cases) / sizeof(cases[0]))
+
+static struct analyze_config cfg;
+
+static struct analysis *new_analysis(void)
+{
+	struct analyze_rule *agg, *drop;
+	int n_agg, n_drop;
+
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(analyze_default_rules(&agg, &n_agg, &drop, &n_drop), 0);
+	cfg.aggregate = agg;
+	cfg.n_aggregate = n_agg;
+	cfg.drop = drop;
+	cfg.n_drop = n_drop;
+	cfg.min_samples = 30;
+	return analysis_new(&cfg);
+}
+
+/* The line of case C as bytes, with its newline. */
+static char *case_line(const struct rule_case *c, size_t *len)
+{
+	size_t n, i;
+	char *s;
+
+	if (!c->line) { /* the very long name */
+		static const char head[] = "{\"event\":\"resourceMonitorReport\",\"properties\":{"
+			"\"appVersion\":\"8.2.0\",\"appMode\":\"ODD\",\"systemUptimeHrs\":1,\"processesDetails\":[{\"name\":\"";
+		static const char tail[] = "\",\"memRssMb\":1}]}}\n";
+
+		n = strlen(head) + LONG_NAME_LEN + strlen(tail);
+		s = malloc(n);
+		assert_non_null(s);
+		memcpy(s, head, strlen(head));
+		memset(s + strlen(head), 'n', LONG_NAME_LEN);
+		memcpy(s + strlen(head) + LONG_NAME_LEN, tail, strlen(tail));
+		*len = n;
+		return s;
+	}
+	n = c->len ? c->len : strlen(c->line);
+	s = malloc(n + 1);
+	assert_non_null(s);
+	memcpy(s, c->line, n);
+	for (i = 0; i < n && !c->raw; i++)
+		if (s[i] == '\'')
+			s[i] = '"';
+	s[n] = '\n';
+	*len = n + 1;
+	return s;
+}
+
+static struct analysis *read_case(const struct rule_case *c, int json_c_only, uint64_t *fast)
+{
+	struct analysis *a = new_analysis();
+	struct jsonl_reader r;
+	size_t len;
+	char *line = case_line(c, &len);
+
+	assert_int_equal(jsonl_reader_init(&r, a, "case"), 0);
+	if (json_c_only)
+		jsonl_reader_json_c_only(&r);
+	jsonl_feed(&r, line, len);
+	jsonl_finish(&r);
+	*fast += r.fast_lines;
+	jsonl_reader_destroy(&r);
+	free(line);
+	return a;
+}
+
+/* Counter by counter, the verdict and nothing else. */
+static void check_verdict(const struct rule_case *c, const struct analysis *a)
+{
+	uint64_t skipped = 0;
+	int k;
+
+	for (k = 0; k < SKIP_REASONS; k++)
+		skipped += a->skipped[k];
+	assert_int_equal(a->lines, c->verdict != BLANK);
+	assert_int_equal(a->records_used, c->verdict == USED);
+	assert_int_equal(a->other_event, c->verdict == OTHER_EVENT);
+	assert_int_equal(a->skipped[SKIP_MALFORMED], c->verdict == MALFORMED);
+	assert_int_equal(a->skipped[SKIP_NOT_REPORT], c->verdict == NOT_REPORT);
+	assert_int_equal(a->skipped[SKIP_NO_VERSION], c->verdict == NO_VERSION);
+	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], c->verdict == BAD_UPTIME);
+	assert_int_equal(skipped, c->verdict >= MALFORMED && c->verdict <= BAD_UPTIME);
+	assert_int_equal(a->other_version, 0);
+	assert_int_equal(a->values_skipped, c->values_skipped);
+	assert_int_equal(a->processes_dropped, c->dropped);
+}
+
+static void check_samples(const struct rule_case *c, const struct analysis *a)
+{
+	const struct version_stats *v;
+	const char *version = c->version ? c->version : "8.2.0";
+	size_t i, n_procs = 0;
+
+	assert_int_equal(a->n_versions, 1);
+	v = &a->versions[0];
+	assert_string_equal(v->name, version);
+	assert_int_equal(v->has_reports, 1);
+	assert_int_equal(v->system.trend.n, isnan(c->avail) ? 0 : 1);
+	if (!isnan(c->avail)) {
+		assert_true(v->system.trend.mean_x == c->uptime);
+		assert_true(v->system.trend.mean_y == c->avail);
+	}
+	while (n_procs < 3 && c->procs[n_procs].key_len + (c->procs[n_procs].key != NULL))
+		n_procs++;
+	assert_int_equal(v->n_keys, n_procs);
+	for (i = 0; i < n_procs; i++) {
+		const struct want_sample *w = &c->procs[i];
+		size_t want_len = w->key_len ? w->key_len : strlen(w->key), len;
+		const char *name = analysis_key_name(a, v->keys[i].key_id, &len);
+
+		assert_int_equal(len, want_len);
+		if (w->key)
+			assert_memory_equal(name, w->key, len);
+		else
+			assert_true(len == LONG_NAME_LEN && strspn(name, "n") == LONG_NAME_LEN);
+		assert_int_equal(v->keys[i].trend.n, 1);
+		assert_true(v->keys[i].trend.mean_x == c->uptime);
+		assert_true(v->keys[i].trend.mean_y == w->mb);
+	}
+}
+
+static void run_case(const struct rule_case *c, int json_c_only)
+{
+	uint64_t fast = 0;
+	struct analysis *a = read_case(c, json_c_only, &fast);
+
+	check_verdict(c, a);
+	if (c->verdict == USED)
+		check_samples(c, a);
+	analysis_free(a);
+}
+
+/* One row of the table, through each reader. */
+static void row(void **state)
+{
+	const struct rule_case *c = *state;
+
+	run_case(c, 1);
+	run_case(c, 0);
+}
+
+/* The rows exercise both paths: simdjson parsed most lines itself and
+ * handed the ones it refuses to json-c. */
+static void both_paths_are_taken(void **state)
+{
+	uint64_t fast = 0;
+	size_t i;
+	(void)state;
+	for (i = 0; i < N_CASES; i++)
+		analysis_free(read_case(&cases[i], 0, &fast));
+#ifdef PM_HAVE_SIMDJSON
+	assert_true(fast > N_CASES / 2 && fast < N_CASES);
+#else
+	assert_int_equal(fast, 0);
+#endif
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[N_CASES + 1];
+	size_t i;
+
+	for (i = 0; i < N_CASES; i++) {
+		memset(&tests[i], 0, sizeof(tests[i]));
+		tests[i].name = cases[i].what;
+		tests[i].test_func = row;
+		tests[i].initial_state = (void *)&cases[i];
+	}
+	tests[N_CASES] = (struct CMUnitTest)cmocka_unit_test(both_paths_are_taken);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
