@@ -71,6 +71,9 @@ static const struct rule_case cases[] = {
 	  REPORT(ODD "'systemUptimeHrs':' \\t26.5h','systemAvailMemMb':'1e3MB','processesDetails':"
 		 "[{'name':'x','memRssMb':'+.5'},{'name':'y','memRssMb':'-0x10'}]"),
 	  .verdict = USED, .uptime = 26.5, .avail = 1000, .procs = { { "x", 0, 0.5 }, { "y", 0, 0 } } },
+	{ "strings read like parseFloat: Unicode spaces before",
+	  REPORT(ODD "'systemUptimeHrs':'\xe3\x80\x80\\u2003 7','systemAvailMemMb':'\\u00a05'"),
+	  .verdict = USED, .uptime = 7, .avail = 5 },
 	{ "Infinity as a string is a number to parseFloat, but not a finite one",
 	  REPORT(ODD "'systemUptimeHrs':'-Infinity'"), .verdict = BAD_UPTIME },
 	{ "extra fields anywhere are ignored",
@@ -146,6 +149,8 @@ static const struct rule_case cases[] = {
 	{ "a very long name", NULL, .verdict = USED, .uptime = 1, .avail = NAN,
 	  .procs = { { NULL, LONG_NAME_LEN, 1 } }, .values_skipped = 1 },
 	{ "blank", " \t \r", .verdict = BLANK },
+	{ "blank to trim(): Unicode spaces, a byte order mark", " \xe3\x80\x80\xc2\xa0\xef\xbb\xbf\f",
+	  .verdict = BLANK },
 	{ "cut short", "{'event':'resourceMonitorReport','properties':{'appVersion':'8.2", .verdict = MALFORMED },
 	{ "text after the object", REPORT(ODD "'systemUptimeHrs':'1'") " x", .verdict = MALFORMED },
 	{ "a byte order mark before the object", "\xef\xbb\xbf" REPORT(ODD "'systemUptimeHrs':'1'"),

@@ -316,6 +316,37 @@ static void parse_float_like_javascript(void **state)
 }
 
 /* The short-decimal fast path must give strtod's double to the bit. */
+/* parseFloat skips JavaScript's white space, all of it and only it, and
+ * reads ASCII digits only (node 20: parseFloat("\u3000 7") is 7,
+ * parseFloat("\u200b9") and parseFloat("\u0661") are NaN). */
+static void parse_float_skips_unicode_spaces_only(void **state)
+{
+	static const char *const spaces[] = {
+		"\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x83", "\xe2\x80\x8a",
+		"\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80",
+		"\xef\xbb\xbf", "\v", "\f",
+	};
+	static const char *const not_spaces[] = {
+		"\xe1\xa0\x8e", "\xe2\x80\x8b", "\x1c", "\xe2\x80\x41", "\xc2", "\xd9\xa1",
+		"\xef\xbc\x91",
+	};
+	char buf[32];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s 7", spaces[i]);
+		assert_near(js_parse_float(buf, strlen(buf)), 7.0, 0);
+		assert_int_equal(js_space_len(buf, strlen(buf)), strlen(spaces[i]) + 1);
+	}
+	for (i = 0; i < sizeof(not_spaces) / sizeof(not_spaces[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s7", not_spaces[i]);
+		assert_true(isnan(js_parse_float(buf, strlen(buf))));
+		assert_int_equal(js_space_len(buf, strlen(buf)), 0);
+	}
+	/* a space cut short at the end of the text is not a space */
+	assert_int_equal(js_space_len("\xe3\x80", 2), 0);
+}
+
 static void parse_float_fast_path_is_exact(void **state)
 {
 	uint64_t x = 88172645463325252ULL;
@@ -367,6 +398,7 @@ int main(void)
 		cmocka_unit_test(to_fixed_like_javascript),
 		cmocka_unit_test(precise_round_like_calculate_correlation),
 		cmocka_unit_test(parse_float_like_javascript),
+		cmocka_unit_test(parse_float_skips_unicode_spaces_only),
 		cmocka_unit_test(parse_float_fast_path_is_exact),
 	};
 

@@ -129,8 +129,8 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 	size_t end;
 
 	r->lineno++;
-	if (blank(line, len))
-		return; /* upstream drops blank lines silently */
+	if (js_space_len(line, len) == len)
+		return; /* upstream drops the lines trim() empties, silently */
 	r->a->lines++;
 #ifdef PM_HAVE_SIMDJSON
 	if (r->simd && jsonl_simd_line(r->simd, r, line, len) == 0) {

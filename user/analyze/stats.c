@@ -265,24 +265,37 @@ void js_to_fixed(double x, int digits, char *buf, size_t size)
 	snprintf(buf, size, "%s%s", negative ? "-" : "", exact);
 }
 
-static size_t skip_js_space(const char *s, size_t len)
+/* Length of the white space character at S (UTF-8), 0 when there is none.
+ * JavaScript's set: TAB, LF, VT, FF, CR, space, U+00A0, U+1680,
+ * U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 and U+FEFF; not
+ * U+180E (no longer a space since Unicode 6.3) nor U+200B. */
+static size_t js_space_char(const unsigned char *s, size_t len)
 {
-	size_t i = 0;
+	if (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))
+		return 1;
+	if (s[0] == 0xc2)
+		return len >= 2 && s[1] == 0xa0 ? 2 : 0;
+	if (len < 3)
+		return 0;
+	if (s[0] == 0xe1)
+		return s[1] == 0x9a && s[2] == 0x80 ? 3 : 0;
+	if (s[0] == 0xe2 && s[1] == 0x80)
+		return (s[2] >= 0x80 && s[2] <= 0x8a) || s[2] == 0xa8 || s[2] == 0xa9 || s[2] == 0xaf ? 3 : 0;
+	if (s[0] == 0xe2)
+		return s[1] == 0x81 && s[2] == 0x9f ? 3 : 0;
+	if (s[0] == 0xe3)
+		return s[1] == 0x80 && s[2] == 0x80 ? 3 : 0;
+	if (s[0] == 0xef)
+		return s[1] == 0xbb && s[2] == 0xbf ? 3 : 0;
+	return 0;
+}
 
-	while (i < len) {
-		unsigned char c = (unsigned char)s[i];
+size_t js_space_len(const char *s, size_t len)
+{
+	size_t i = 0, n;
 
-		if (c == ' ' || (c >= '\t' && c <= '\r')) {
-			i++;
-		} else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] == 0xa0) {
-			i += 2; /* U+00A0 */
-		} else if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb &&
-			   (unsigned char)s[i + 2] == 0xbf) {
-			i += 3; /* U+FEFF */
-		} else {
-			break;
-		}
-	}
+	while (i < len && (n = js_space_char((const unsigned char *)s + i, len - i)) != 0)
+		i += n;
 	return i;
 }
 
@@ -325,7 +338,7 @@ static double exact_short_decimal(const char *s, size_t len)
 
 double js_parse_float(const char *s, size_t len)
 {
-	size_t start = skip_js_space(s, len), i = start, int_end, frac_end;
+	size_t start = js_space_len(s, len), i = start, int_end, frac_end;
 	char small[128], *copy;
 	double v;
 	int negative = 0;

@@ -53,7 +53,11 @@ double js_precise_round(double x, int dec);
  * magnitude, which glibc's printf (half to even) does not do. */
 void js_to_fixed(double x, int digits, char *buf, size_t size);
 /* JavaScript parseFloat on S[0..len): the longest decimal prefix after
- * leading white space, or "Infinity"; NaN when there is none. */
+ * leading white space, or "Infinity"; NaN when there is none. Digits of
+ * other scripts are not digits to it. */
 double js_parse_float(const char *s, size_t len);
+/* Bytes of JavaScript white space (String.prototype.trim's set, what
+ * parseFloat skips) at the start of the UTF-8 text S[0..len). */
+size_t js_space_len(const char *s, size_t len);
 
 #endif
