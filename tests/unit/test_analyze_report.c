@@ -312,6 +312,103 @@ static void upstream_and_exact_p_disagree_on_a_moderate_trend(void **state)
 	finish(&t);
 }
 
+/* Memory or uptime that never varies. calculate-correlation then divides
+ * 0 by 0 (r NaN) when the constant's plain-sum mean comes out exact (30
+ * times 5, 30 times 26), and otherwise finds r from that mean's rounding
+ * error: 0 for one constant series (0.1, 1043.12, an uptime of 26.1), 1
+ * when one point repeats (uptime and memory 0.1). Expected bytes as
+ * upstream's analyzeMemoryTrends printed them on these lines (node 20,
+ * calculate-correlation 1.2.3). */
+static void constant_series_as_upstream_computes_them(void **state)
+{
+	static const char *const versions[] = { "8.2.0", "8.1.0", "8.0.0" };
+	static const char want[] = HEADER
+		"{\n  \"8.2.0\": {\n"
+		"    \"flat-five\": {\n"
+		"      \"correlation\": \"NaN\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"5.00\"") "    },\n"
+		"    \"flat-tenth\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"0.10\"") "    },\n"
+		"    \"flat-big\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"1043.12\"") "    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"-1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong negative correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"985.50\"") "    }\n"
+		"  },\n  \"8.1.0\": {\n"
+		"    \"robot-server-uvicorn-processes\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		"      \"averageMemoryMbByUptime\": {\n"
+		"        \"0-20hrs\": " NA ",\n        \"20-40hrs\": \"114.50\",\n"
+		"        \"40-60hrs\": " NA ",\n        \"60-80hrs\": " NA ",\n"
+		"        \"80-120hrs\": " NA ",\n        \"120-240hrs\": " NA ",\n"
+		"        \"240+hrs\": " NA "\n      }\n    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"NaN\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		"      \"averageMemoryMbByUptime\": {\n"
+		"        \"0-20hrs\": " NA ",\n        \"20-40hrs\": \"900.00\",\n"
+		"        \"40-60hrs\": " NA ",\n        \"60-80hrs\": " NA ",\n"
+		"        \"80-120hrs\": " NA ",\n        \"120-240hrs\": " NA ",\n"
+		"        \"240+hrs\": " NA "\n      }\n    }\n"
+		"  },\n  \"8.0.0\": {\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"0.10\"") "    }\n  }\n}\n";
+	struct run t;
+	char procs[256];
+	int i;
+	(void)state;
+	start(&t, versions, 3);
+	for (i = 0; i < 30; i++) {
+		snprintf(procs, sizeof(procs), "[{\"name\":\"flat-five\",\"memRssMb\":\"5\"},"
+			 "{\"name\":\"flat-tenth\",\"memRssMb\":\"0.1\"},"
+			 "{\"name\":\"flat-big\",\"memRssMb\":\"1043.12\"}]");
+		report(&t, "8.2.0", i * 0.5, 1000 - i, procs);
+		snprintf(procs, sizeof(procs), "[{\"name\":\"" UVICORN "\",\"memRssMb\":\"%d\"}]", 100 + i);
+		report(&t, "8.1.0", 26.1, 900, procs);
+		report(&t, "8.0.0", 0.1, 0.1, "[]");
+	}
+	assert_text(render(&t, P_UPSTREAM, 0), want);
+	assert_text(render(&t, P_EXACT, 0), want);
+	finish(&t);
+}
+
+/* --format text says which series did not vary, since r means little
+ * then. */
+static void text_names_the_constant_series(void **state)
+{
+	struct report_opts o = { .p_method = P_EXACT, .min_samples = 30 };
+	struct version_result *res;
+	struct run t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i;
+	(void)state;
+	start(&t, NULL, 0);
+	for (i = 0; i < 30; i++)
+		report(&t, "8.2.0", 26.1, 900 + i, "[{\"name\":\"flat\",\"memRssMb\":\"5\"}]");
+	jsonl_finish(&t.r);
+	assert_int_equal(report_compute(t.a, &o, &res), 0);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	report_write_text(f, res, t.a->n_versions, &o);
+	fclose(f);
+	assert_non_null(strstr(text, "No significant correlation found [constant uptime and memory]\n"));
+	assert_non_null(strstr(text, "No significant correlation found [constant uptime]\n"));
+	report_free(res, t.a->n_versions);
+	free(text);
+	finish(&t);
+}
+
 static void versions_newest_first_with_pre_releases(void **state)
 {
 	static const char *const order[] = { "8.2.0", "8.2.0-alpha.2", "8.2.0-alpha.1", "8.1.0" };
@@ -474,6 +571,8 @@ int main(void)
 		cmocka_unit_test(n_30_is_enough),
 		cmocka_unit_test(bucket_edges_at_20_and_240_hours),
 		cmocka_unit_test(upstream_and_exact_p_disagree_on_a_moderate_trend),
+		cmocka_unit_test(constant_series_as_upstream_computes_them),
+		cmocka_unit_test(text_names_the_constant_series),
 		cmocka_unit_test(versions_newest_first_with_pre_releases),
 		cmocka_unit_test(version_with_unusable_reports_is_not_no_data),
 		cmocka_unit_test(user_rules_come_before_the_defaults),

@@ -273,6 +273,24 @@ static const char *fixed(double x, int digits)
 	return buf;
 }
 
+/* calculate-correlation(x, y, {decimals: 4}) with one series constant,
+ * as node 20 prints it: NaN for 30 times 5 or 3 (an exact mean), 0 for
+ * 30 times 0.1 (a mean off by rounding); 1 for one point repeated. */
+static void constant_series_r_like_calculate_correlation(void **state)
+{
+	(void)state;
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, 5)));
+	assert_true(isnan(js_correlation_of_constant(30, 1, 3, 0, 0)));
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, 0)));
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, -0.0)));
+	assert_true(js_correlation_of_constant(30, 0, 0, 1, 0.1) == 0);
+	assert_true(js_correlation_of_constant(30, 1, 26.1, 0, 0) == 0);
+	assert_true(js_precise_round(js_correlation_of_constant(30, 1, 0.1, 1, 0.1), 4) == 1);
+	/* exact in one of the two: still 0/0 */
+	assert_true(isnan(js_correlation_of_constant(30, 1, 0.1, 1, 5)));
+	assert_true(isnan(js_correlation_of_constant(1, 1, 0.1, 1, 0.1)));
+}
+
 static void to_fixed_like_javascript(void **state)
 {
 	(void)state;
@@ -395,6 +413,7 @@ int main(void)
 		cmocka_unit_test(incomplete_beta_known_values),
 		cmocka_unit_test(upstream_p_by_hand),
 		cmocka_unit_test(upstream_p_is_2_5x_too_large_at_t_2_df_10),
+		cmocka_unit_test(constant_series_r_like_calculate_correlation),
 		cmocka_unit_test(to_fixed_like_javascript),
 		cmocka_unit_test(precise_round_like_calculate_correlation),
 		cmocka_unit_test(parse_float_like_javascript),

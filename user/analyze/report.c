@@ -35,6 +35,16 @@ static void interpret(struct key_result *k)
 		k->interpretation = k->interpretation_buf;
 }
 
+/* What did not vary over the key's samples, NULL when both did. */
+static const char *constant_part(const struct key_stats *s)
+{
+	int x = s->min_x == s->max_x, y = s->min_y == s->max_y;
+
+	if (s->trend.n == 0 || (!x && !y))
+		return NULL;
+	return x && y ? "uptime and memory" : x ? "uptime" : "memory";
+}
+
 static void compute_key(struct key_result *k, const struct key_stats *s,
 			const struct report_opts *o)
 {
@@ -43,6 +53,7 @@ static void compute_key(struct key_result *k, const struct key_stats *s,
 	k->enough = k->n >= o->min_samples;
 	trend_fit(&s->trend, &k->fit);
 	k->r_raw = trend_pearson(&s->trend);
+	k->constant = constant_part(s);
 	k->p_exact = p_value_exact(k->r_raw, k->n);
 	if (!k->enough) {
 		/* upstream: too few samples means r = 0, p = 1 */
@@ -52,8 +63,14 @@ static void compute_key(struct key_result *k, const struct key_stats *s,
 		k->interpretation = "Not enough samples for analysis";
 		return;
 	}
+	if (k->constant)
+		/* calculate-correlation's sums decide here, not the data: its
+		 * "NaN" or "0.0000" is redone, not the Welford r (NaN). */
+		k->r_raw = js_correlation_of_constant(k->n, s->min_x == s->max_x, s->min_x,
+						      s->min_y == s->max_y, s->min_y);
 	/* Upstream rounds r to 4 decimals before anything else uses it. */
 	k->r = js_precise_round(k->r_raw, 4);
+	k->p_exact = p_value_exact(k->r_raw, k->n);
 	k->p_upstream = p_value_upstream(k->r, k->n);
 	k->p = o->p_method == P_UPSTREAM ? k->p_upstream : k->p_exact;
 	k->significant = k->p < 0.05;
@@ -441,7 +458,10 @@ static void text_key(FILE *out, const struct key_result *k, const struct report_
 		fprintf(out, " %+10.4f %-20s", k->fit.slope, "");
 	else
 		fprintf(out, " %10s %-20s", "-", "");
-	fprintf(out, "  %s\n      mean MB by uptime:", k->interpretation);
+	fprintf(out, "  %s", k->interpretation);
+	if (k->constant) /* r says little then: upstream's NaN or 0 */
+		fprintf(out, " [constant %s]", k->constant);
+	fputs("\n      mean MB by uptime:", out);
 	for (b = 0; b < ANALYZE_BUCKETS; b++) {
 		uint64_t n = k->stats->bucket_n[b];
 

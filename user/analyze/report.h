@@ -17,6 +17,7 @@ struct key_result {
 	uint64_t n;
 	int enough;           /* n >= min samples */
 	double r_raw;         /* NaN when undefined (no spread) */
+	const char *constant; /* "memory", "uptime" or both when they did not vary */
 	double r;             /* as upstream reports it: rounded to 4 decimals */
 	double p_exact, p_upstream, p;
 	int significant;

@@ -184,6 +184,39 @@ double p_value_upstream(double r, uint64_t n)
 	return 0.5 * pow(x, df / 2.0);
 }
 
+/* calculate-correlation adds up left to right from 0: the sum of N
+ * copies of C, rounded at each step as it rounds. */
+static double js_sum_of_copies(double c, uint64_t n)
+{
+	double sum = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		sum += c;
+	return sum;
+}
+
+double js_correlation_of_constant(uint64_t n, int x_const, double cx, int y_const, double cy)
+{
+	double dx = x_const ? cx - js_sum_of_copies(cx, n) / (double)n : NAN;
+	double dy = y_const ? cy - js_sum_of_copies(cy, n) / (double)n : NAN;
+	double sd_x, sd_y;
+
+	if ((x_const && dx == 0) || (y_const && dy == 0))
+		return NAN; /* every product is 0 and so is a deviation: 0/0 */
+	if (!x_const || !y_const)
+		/* The constant's deviation d is its mean's rounding error, the
+		 * same for every sample, so the sum of products is d times the
+		 * sum of the other series' deviations, itself rounding error:
+		 * r is of order 1e-15, 0 once rounded to 4 decimals. */
+		return 0;
+	/* One point repeated, its mean off by rounding in both: every
+	 * product and deviation is the same, r comes out at +-1. */
+	sd_x = sqrt(js_sum_of_copies(dx * dx, n) / (double)(n - 1));
+	sd_y = sqrt(js_sum_of_copies(dy * dy, n) / (double)(n - 1));
+	return js_sum_of_copies(dx * dy, n) / (sd_x * sd_y) / (double)(n - 1);
+}
+
 double js_math_round(double x)
 {
 	double f;

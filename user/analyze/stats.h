@@ -44,6 +44,13 @@ double p_value_exact(double r, uint64_t n);
 /* Upstream's approximation (formats.md s.3): 0.5 * x^(df/2). */
 double p_value_upstream(double r, uint64_t n);
 
+/* The r calculate-correlation gives for N samples when X (value CX), Y
+ * (value CY) or both do not vary: NaN when the constant's mean comes out
+ * exactly (0/0), else what its rounding error makes of it (0, or +-1
+ * when both are constant). Its plain sums are what decide, so they are
+ * redone here the way it does them. */
+double js_correlation_of_constant(uint64_t n, int x_const, double cx, int y_const, double cy);
+
 /* JavaScript Math.round: nearest integer, halves toward +infinity. */
 double js_math_round(double x);
 /* Upstream's calculate-correlation rounding of r to DEC decimals. */
