@@ -98,3 +98,22 @@ expect_error "bad option: --aggregate without a key" 2 'REGEX=KEY' -- \
 expect_error "bad option: --drop with a bad regular expression" 2 "bad regular expression '\\('" -- \
 	"$PMETRICS" analyze --drop '(' "$T_TMP/d.jsonl"
 expect_error "bad option: no input" 2 'no input given' -- "$PMETRICS" analyze
+
+t_begin "options after the inputs are options, even with POSIXLY_CORRECT set"
+rm -f "$T_TMP/after.svg"
+"$PMETRICS" analyze "$T_TMP/d.jsonl" --versions 8.2.0,8.1.0 --svg "$T_TMP/after.svg" >"$T_TMP/after" 2>"$T_TMP/after.err"; rc1=$?
+POSIXLY_CORRECT=1 "$PMETRICS" analyze "$T_TMP/d.jsonl" --versions 8.2.0,8.1.0 >"$T_TMP/posix" 2>/dev/null; rc2=$?
+if [ "$rc1$rc2" = 00 ] && cmp -s "$T_TMP/after" "$T_TMP/want" && cmp -s "$T_TMP/posix" "$T_TMP/want" &&
+	[ -s "$T_TMP/after.svg" ] && ! grep -q 'cannot open' "$T_TMP/after.err"
+then t_pass; else t_fail "rc $rc1$rc2: $(head -3 "$T_TMP/after.err"; diff "$T_TMP/want" "$T_TMP/after" | head -4)"; fi
+
+t_begin "-- ends the options: a file named like one is an input"
+cp "$T_TMP/d.jsonl" "$T_TMP/--svg"
+(cd "$T_TMP" && "$PMETRICS" analyze --versions 8.2.0,8.1.0 -- --svg) >"$T_TMP/dashdash" 2>/dev/null; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$T_TMP/dashdash" "$T_TMP/want"; then t_pass
+else t_fail "rc $rc: $(diff "$T_TMP/want" "$T_TMP/dashdash" | head -4)"; fi
+
+expect_error "bad option after an input: one line of ours, not getopt's" 2 \
+	"^pmetrics: analyze: bad option '--bogus' .*pmetrics analyze --help" -- "$PMETRICS" analyze "$T_TMP/d.jsonl" --bogus
+expect_error "an option missing its value at the end" 2 "^pmetrics: analyze: bad option '--svg'" -- \
+	"$PMETRICS" analyze "$T_TMP/d.jsonl" --svg
