@@ -22,6 +22,7 @@
  * they are (for a real '). */
 #define REPORT(props) "{'event':'resourceMonitorReport','properties':{" props "}}"
 #define ODD "'appVersion':'8.2.0','appMode':'ODD',"
+#define ODD_JSON "\"appVersion\":\"8.2.0\",\"appMode\":\"ODD\","
 #define UVICORN "python3 -m uvicorn robot_server.app:app"
 
 enum verdict {
@@ -37,12 +38,14 @@ enum verdict {
 struct want_sample {
 	const char *key;
 	size_t key_len; /* 0: strlen(key) */
-	double mb;
+	double mb;      /* the mean of its samples */
+	uint64_t n;     /* 0: one sample */
 };
 
 struct rule_case {
 	const char *what;
 	const char *line;
+	char *(*build)(size_t *len); /* makes the line when it is too long to write */
 	size_t len;         /* 0: strlen(line) */
 	int raw;            /* fed as written: no ' -> " */
 	enum verdict verdict;
@@ -54,6 +57,9 @@ struct rule_case {
 };
 
 #define LONG_NAME_LEN 5000
+static char *long_name_line(size_t *len);
+static char *nested_1023_line(size_t *len);
+static char *nested_1024_line(size_t *len);
 
 static const struct rule_case cases[] = {
 	{ "numbers as strings, the ODD's own form",
@@ -110,10 +116,12 @@ static const struct rule_case cases[] = {
 	{ "uptime an object", REPORT(ODD "'systemUptimeHrs':{'h':1}"), .verdict = BAD_UPTIME },
 	{ "uptime NaN in letters", REPORT(ODD "'systemUptimeHrs':'NaN'"), .verdict = BAD_UPTIME },
 	{ "uptime beyond the largest double", REPORT(ODD "'systemUptimeHrs':1e400"), .verdict = BAD_UPTIME },
-	{ "uptime an integer beyond 64 bits",
-	  REPORT(ODD "'systemUptimeHrs':123456789012345678901234567890"),
-	  .verdict = USED, .uptime = 18446744073709551615.0, .avail = NAN,
-	  .values_skipped = 1 },
+	{ "integers beyond 64 bits: the nearest double, as JSON.parse reads them",
+	  REPORT(ODD "'systemUptimeHrs':123456789012345678901234567890,"
+		 "'systemAvailMemMb':-98765432109876543210987,'processesDetails':"
+		 "[{'name':'x','memRssMb':18446744073709551616},{'name':'y','memRssMb':9223372036854775807}]"),
+	  .verdict = USED, .uptime = 1.2345678901234568e29, .avail = -9.876543210987654e22,
+	  .procs = { { "x", 0, 18446744073709551616.0 }, { "y", 0, 9223372036854775807.0 } } },
 	{ "digits of another script are not digits",
 	  REPORT(ODD "'systemUptimeHrs':'\xd9\xa1\xd9\xa2'"), .verdict = BAD_UPTIME },
 	{ "the process list of the wrong type",
@@ -133,21 +141,38 @@ static const struct rule_case cases[] = {
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
 		 "[{'name':'a\\u0000b \\u00e9\xe2\x82\xac','memRssMb':'1'}]"),
 	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "a\0b \xc3\xa9\xe2\x82\xac", 9, 1 } } },
-	{ "a name with invalid UTF-8 is its own key",
+	{ "invalid UTF-8 reads as Node decodes it: one U+FFFD per bad sequence",
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
-		 "[{'name':'a\xff\xfe','memRssMb':'1'}]"),
-	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "a\xff\xfe", 0, 1 } } },
-	{ "a lone surrogate in a name",
-	  REPORT(ODD "'systemUptimeHrs':'1','processesDetails':[{'name':'x\\ud800','memRssMb':'1'}]"),
-	  .verdict = USED, .uptime = 1, .avail = NAN, .procs = { { "x\xef\xbf\xbd", 0, 1 } },
-	  .values_skipped = 1 },
+		 "[{'name':'a\xff\xfe','memRssMb':'1'},{'name':'b\xf0\x9f\x41','memRssMb':'2'},"
+		 "{'name':'a\xef\xbf\xbd\xef\xbf\xbd','memRssMb':'3'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5,
+	  .procs = { { "a\xef\xbf\xbd\xef\xbf\xbd", 0, 2, 2 }, { "b\xef\xbf\xbd" "A", 0, 2 } } },
+	{ "a lone surrogate is a code unit of its own (WTF-8), a pair is one character",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':'x\\ud800','memRssMb':'1'},{'name':'x\\uDFFF\\ud800','memRssMb':'2'},"
+		 "{'name':'x\\ud83d\\ude00','memRssMb':'3'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5,
+	  .procs = { { "x\xed\xa0\x80", 0, 1 }, { "x\xed\xbf\xbf\xed\xa0\x80", 0, 2 },
+		     { "x\xf0\x9f\x98\x80", 0, 3 } } },
+	{ "U+FFFD escaped is not a lone surrogate",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':'x\\ufffd','memRssMb':'4'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "x\xef\xbf\xbd", 0, 4 } } },
+	{ "an escaped NUL makes a key of its own, not the key before it",
+	  REPORT("'appMode':'ODD','appVersion':'8.2.0','appVersion\\u0000':'9','systemUptimeHrs\\u0000x':'7',"
+		 "'systemUptimeHrs':'1','sys\\u0074emAvailMemMb':'5'"),
+	  .verdict = USED, .uptime = 1, .avail = 5 },
 	{ "__proto__ and constructor are names like any other",
 	  REPORT(ODD "'systemUptimeHrs':'1','processesDetails':[{'name':'__proto__','memRssMb':'1'},"
 		 "{'name':'constructor','memRssMb':'2'}]"),
 	  .verdict = USED, .uptime = 1, .avail = NAN,
 	  .procs = { { "__proto__", 0, 1 }, { "constructor", 0, 2 } }, .values_skipped = 1 },
-	{ "a very long name", NULL, .verdict = USED, .uptime = 1, .avail = NAN,
+	{ "a very long name", .build = long_name_line, .verdict = USED, .uptime = 1, .avail = NAN,
 	  .procs = { { NULL, LONG_NAME_LEN, 1 } }, .values_skipped = 1 },
+	{ "1023 levels of nesting in a field nobody reads", .build = nested_1023_line,
+	  .verdict = USED, .uptime = 1, .avail = 5 },
+	{ "1024 levels: too deep for both readers (JSON.parse has no limit)", .build = nested_1024_line,
+	  .verdict = MALFORMED },
 	{ "blank", " \t \r", .verdict = BLANK },
 	{ "blank to trim(): Unicode spaces, a byte order mark", " \xe3\x80\x80\xc2\xa0\xef\xbb\xbf\f",
 	  .verdict = BLANK },
@@ -157,18 +182,24 @@ static const struct rule_case cases[] = {
 	  .verdict = MALFORMED },
 	{ "not JSON at all", "hello", .verdict = MALFORMED },
 	{ "a trailing comma", REPORT(ODD "'systemUptimeHrs':'1',"), .verdict = MALFORMED },
-	{ "single quotes, which json-c takes for an object", "{'a':1}", .raw = 1, .verdict = NOT_REPORT },
+	{ "single quotes, which json-c takes for an object", "{'a':1}", .raw = 1, .verdict = MALFORMED },
 	{ "NaN as a bare word, which json-c takes for a number",
-	  REPORT(ODD "'systemUptimeHrs':NaN"), .verdict = BAD_UPTIME },
+	  REPORT(ODD "'systemUptimeHrs':NaN"), .verdict = MALFORMED },
+	{ "Infinity as a bare word", REPORT(ODD "'systemUptimeHrs':1,'systemAvailMemMb':-Infinity"),
+	  .verdict = MALFORMED },
 	{ "a number with a leading zero", REPORT(ODD "'systemUptimeHrs':01"), .verdict = MALFORMED },
 	{ "a negative number with a leading zero, which json-c reads",
-	  REPORT(ODD "'systemUptimeHrs':-01,'systemAvailMemMb':'5'"),
-	  .verdict = USED, .uptime = -1, .avail = 5 },
+	  REPORT(ODD "'systemUptimeHrs':-01,'systemAvailMemMb':'5'"), .verdict = MALFORMED },
 	{ "a number ending in a point, which json-c reads",
-	  REPORT(ODD "'systemUptimeHrs':1.,'systemAvailMemMb':'5'"), .verdict = USED, .uptime = 1, .avail = 5 },
+	  REPORT(ODD "'systemUptimeHrs':1.,'systemAvailMemMb':'5'"), .verdict = MALFORMED },
+	{ "a leading plus", REPORT(ODD "'systemUptimeHrs':+1"), .verdict = MALFORMED },
+	{ "an exponent without digits", REPORT(ODD "'systemUptimeHrs':1e"), .verdict = MALFORMED },
 	{ "a raw tab inside a string, which json-c reads",
-	  REPORT(ODD "'systemUptimeHrs':'1\t','systemAvailMemMb':'5'"),
-	  .verdict = USED, .uptime = 1, .avail = 5 },
+	  REPORT(ODD "'systemUptimeHrs':'1\t','systemAvailMemMb':'5'"), .verdict = MALFORMED },
+	{ "an unknown escape", REPORT(ODD "'systemUptimeHrs':'1\\x'"), .verdict = MALFORMED },
+	{ "a bad \\u escape", REPORT(ODD "'systemUptimeHrs':'1\\u12g4'"), .verdict = MALFORMED },
+	{ "a word that is not a literal", REPORT(ODD "'systemUptimeHrs':nul"), .verdict = MALFORMED },
+	{ "a raw byte outside strings", REPORT(ODD "'systemUptimeHrs':1\xff"), .verdict = MALFORMED },
 	{ "an array", "[1,2]", .verdict = NOT_REPORT },
 	{ "a string", "'resourceMonitorReport'", .verdict = NOT_REPORT },
 	{ "a bare number", "123", .verdict = NOT_REPORT },
@@ -196,33 +227,72 @@ static struct analysis *new_analysis(void)
 	return analysis_new(&cfg);
 }
 
+static char *line_of(const char *head, size_t middle, char fill, const char *tail, size_t *len)
+{
+	size_t h = strlen(head), t = strlen(tail);
+	char *s = malloc(h + middle + t + 1);
+
+	assert_non_null(s);
+	memcpy(s, head, h);
+	memset(s + h, fill, middle);
+	memcpy(s + h + middle, tail, t);
+	*len = h + middle + t;
+	return s;
+}
+
+static char *long_name_line(size_t *len)
+{
+	return line_of("{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.2.0\","
+		       "\"appMode\":\"ODD\",\"systemUptimeHrs\":1,\"processesDetails\":[{\"name\":\"",
+		       LONG_NAME_LEN, 'n', "\",\"memRssMb\":1}]}}", len);
+}
+
+/* DEPTH levels in all: the line's object, then arrays in "x". */
+static char *nested_line(size_t depth, size_t *len)
+{
+	char *open, *s;
+	size_t n;
+
+	s = line_of("", depth - 1, ']', "}", &n);
+	open = line_of("{\"event\":\"resourceMonitorReport\",\"properties\":{" ODD_JSON
+		       "\"systemUptimeHrs\":1,\"systemAvailMemMb\":5},\"x\":", depth - 1, '[', "", len);
+	open = realloc(open, *len + n);
+	assert_non_null(open);
+	memcpy(open + *len, s, n);
+	*len += n;
+	free(s);
+	return open;
+}
+
+static char *nested_1023_line(size_t *len)
+{
+	return nested_line(1023, len);
+}
+
+static char *nested_1024_line(size_t *len)
+{
+	return nested_line(1024, len);
+}
+
 /* The line of case C as bytes, with its newline. */
 static char *case_line(const struct rule_case *c, size_t *len)
 {
 	size_t n, i;
 	char *s;
 
-	if (!c->line) { /* the very long name */
-		static const char head[] = "{\"event\":\"resourceMonitorReport\",\"properties\":{"
-			"\"appVersion\":\"8.2.0\",\"appMode\":\"ODD\",\"systemUptimeHrs\":1,\"processesDetails\":[{\"name\":\"";
-		static const char tail[] = "\",\"memRssMb\":1}]}}\n";
-
-		n = strlen(head) + LONG_NAME_LEN + strlen(tail);
-		s = malloc(n);
+	if (c->build) {
+		s = c->build(&n);
+		s = realloc(s, n + 1);
 		assert_non_null(s);
-		memcpy(s, head, strlen(head));
-		memset(s + strlen(head), 'n', LONG_NAME_LEN);
-		memcpy(s + strlen(head) + LONG_NAME_LEN, tail, strlen(tail));
-		*len = n;
-		return s;
+	} else {
+		n = c->len ? c->len : strlen(c->line);
+		s = malloc(n + 1);
+		assert_non_null(s);
+		memcpy(s, c->line, n);
+		for (i = 0; i < n && !c->raw; i++)
+			if (s[i] == '\'')
+				s[i] = '"';
 	}
-	n = c->len ? c->len : strlen(c->line);
-	s = malloc(n + 1);
-	assert_non_null(s);
-	memcpy(s, c->line, n);
-	for (i = 0; i < n && !c->raw; i++)
-		if (s[i] == '\'')
-			s[i] = '"';
 	s[n] = '\n';
 	*len = n + 1;
 	return s;
@@ -295,7 +365,7 @@ static void check_samples(const struct rule_case *c, const struct analysis *a)
 			assert_memory_equal(name, w->key, len);
 		else
 			assert_true(len == LONG_NAME_LEN && strspn(name, "n") == LONG_NAME_LEN);
-		assert_int_equal(v->keys[i].trend.n, 1);
+		assert_int_equal(v->keys[i].trend.n, w->n ? w->n : 1);
 		assert_true(v->keys[i].trend.mean_x == c->uptime);
 		assert_true(v->keys[i].trend.mean_y == w->mb);
 	}

@@ -306,6 +306,28 @@ static void series_activity_layout_with_header_order(void **state)
 	analysis_free(a);
 }
 
+/* A command with invalid UTF-8 is named as Node would decode it, so two
+ * that differ only in their invalid bytes are one key. */
+static void series_names_with_invalid_utf8_are_decoded_like_node(void **state)
+{
+	static const char text[] =
+		"1,2.5,,a\xff\xfe" "b,7\n"
+		"1,3.5,,a\xc0\xaf" "b,9\n"
+		"1,4.5,,a\xef\xbf\xbd\xef\xbf\xbd" "b,11\n";
+	struct analysis *a = read_series(NULL, text, 5);
+	struct version_stats *v = &a->versions[0];
+	size_t len;
+	const char *name;
+	(void)state;
+	assert_int_equal(v->n_keys, 1);
+	name = analysis_key_name(a, v->keys[0].key_id, &len);
+	assert_int_equal(len, 8);
+	assert_memory_equal(name, "a\xef\xbf\xbd\xef\xbf\xbd" "b", 8);
+	assert_int_equal(v->keys[0].trend.n, 3);
+	assert_true(v->keys[0].trend.mean_y == 9);
+	analysis_free(a);
+}
+
 /* The record buffer grows from 4 KiB; past ANALYZE_RECORD_MAX the record
  * is skipped as too long and the next one is read as usual. */
 static void series_record_buffer_grows_then_stops(void **state)
@@ -360,6 +382,7 @@ int main(void)
 		cmocka_unit_test(simdjson_and_json_c_agree),
 		cmocka_unit_test(series_context_layout),
 		cmocka_unit_test(series_activity_layout_with_header_order),
+		cmocka_unit_test(series_names_with_invalid_utf8_are_decoded_like_node),
 		cmocka_unit_test(series_record_buffer_grows_then_stops),
 		cmocka_unit_test(long_command_is_cut_like_the_odd_does),
 	};

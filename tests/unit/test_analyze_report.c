@@ -409,6 +409,33 @@ static void text_names_the_constant_series(void **state)
 	finish(&t);
 }
 
+/* Strings as JSON.stringify writes them: a lone surrogate kept by the
+ * readers (ED A0 80) as \ud800, control characters escaped, the rest as
+ * it is; invalid UTF-8 (which the readers repair first) as U+FFFD. */
+static void json_strings_like_json_stringify(void **state)
+{
+	static const struct { const char *in; size_t len; const char *want; } cases[] = {
+		{ "x\xed\xa0\x80", 4, "\"x\\ud800\"" },
+		{ "\xed\xbf\xbf\xed\xa0\x80", 6, "\"\\udfff\\ud800\"" },
+		{ "\xf0\x9f\x98\x80\xe2\x80\xa8\x7f", 8, "\"\xf0\x9f\x98\x80\xe2\x80\xa8\x7f\"" },
+		{ "a\0\x1f\"\\\n\t/", 8, "\"a\\u0000\\u001f\\\"\\\\\\n\\t/\"" },
+		{ "a\xff\xf0\x9f\x41", 5, "\"a\xef\xbf\xbd\xef\xbf\xbd" "A\"" },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		assert_non_null(f);
+		json_write_string(f, cases[i].in, cases[i].len);
+		fclose(f);
+		assert_string_equal(text, cases[i].want);
+		free(text);
+	}
+}
+
 static void versions_newest_first_with_pre_releases(void **state)
 {
 	static const char *const order[] = { "8.2.0", "8.2.0-alpha.2", "8.2.0-alpha.1", "8.1.0" };
@@ -573,6 +600,7 @@ int main(void)
 		cmocka_unit_test(upstream_and_exact_p_disagree_on_a_moderate_trend),
 		cmocka_unit_test(constant_series_as_upstream_computes_them),
 		cmocka_unit_test(text_names_the_constant_series),
+		cmocka_unit_test(json_strings_like_json_stringify),
 		cmocka_unit_test(versions_newest_first_with_pre_releases),
 		cmocka_unit_test(version_with_unusable_reports_is_not_no_data),
 		cmocka_unit_test(user_rules_come_before_the_defaults),

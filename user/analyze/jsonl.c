@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* JSON lines reader: splits the input into lines and has each parsed,
- * by simdjson when it takes the line, else by json-c's strict tokenizer,
- * which decides what is malformed. Either way the fields go into a
- * struct raw_event and event_take() (event.c) judges them. */
+ * by simdjson when it takes the line, else by json-c after jsparse.c has
+ * checked it against JSON.parse's grammar (which decides what is
+ * malformed) and rewritten what json-c would read otherwise. Either way
+ * the fields go into a struct raw_event and event_take() (event.c)
+ * judges them. */
 #include "readers.h"
 
 #include <json-c/json.h>
@@ -14,7 +16,7 @@ int jsonl_reader_init(struct jsonl_reader *r, struct analysis *a, const char *so
 	memset(r, 0, sizeof(*r));
 	r->a = a;
 	r->source = source;
-	r->tok = json_tokener_new_ex(64);
+	r->tok = json_tokener_new_ex(JSPARSE_MAX_DEPTH + 1);
 	if (!r->tok)
 		return -1;
 	json_tokener_set_flags(r->tok, JSON_TOKENER_STRICT);
@@ -38,6 +40,7 @@ void jsonl_reader_destroy(struct jsonl_reader *r)
 		json_tokener_free(r->tok);
 	jsonl_reader_json_c_only(r);
 	raw_event_free(&r->event);
+	jsparse_buf_free(&r->fixed);
 	free(r->line);
 	r->tok = NULL;
 	r->line = NULL;
@@ -113,21 +116,35 @@ static void extract_event(struct raw_event *ev, struct json_object *root)
 	}
 }
 
-static int blank(const char *s, size_t len)
+/* A line simdjson did not take: checked and, where json-c would read it
+ * otherwise than JSON.parse, rewritten (jsparse.h), then parsed. */
+static void json_c_line(struct jsonl_reader *r, const char *line, size_t len)
 {
-	size_t i;
+	struct json_object *ev = NULL;
+	enum jsparse_verdict v = jsparse_prepare(line, len, &r->fixed);
 
-	for (i = 0; i < len; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\f' && s[i] != '\v')
-			return 0;
-	return 1;
+	if (v == JSPARSE_REWRITTEN) {
+		line = r->fixed.s;
+		len = r->fixed.len;
+	}
+	if (v != JSPARSE_MALFORMED) {
+		json_tokener_reset(r->tok);
+		ev = json_tokener_parse_ex(r->tok, line, (int)len);
+		if (!ev && json_tokener_get_error(r->tok) == json_tokener_continue)
+			/* A bare number ("123") only ends at a delimiter. */
+			ev = json_tokener_parse_ex(r->tok, " ", 1);
+	}
+	if (!ev || json_tokener_get_error(r->tok) != json_tokener_success) {
+		analysis_skip(r->a, r->source, r->lineno, SKIP_MALFORMED);
+	} else {
+		extract_event(&r->event, ev);
+		event_take(r->a, &r->event, r->source, r->lineno);
+	}
+	json_object_put(ev);
 }
 
 void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 {
-	struct json_object *ev;
-	size_t end;
-
 	r->lineno++;
 	if (js_space_len(line, len) == len)
 		return; /* upstream drops the lines trim() empties, silently */
@@ -138,22 +155,7 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len)
 		return;
 	}
 #endif
-	json_tokener_reset(r->tok);
-	ev = json_tokener_parse_ex(r->tok, line, (int)len);
-	end = json_tokener_get_parse_end(r->tok);
-	if (!ev && json_tokener_get_error(r->tok) == json_tokener_continue && end == len) {
-		/* A bare number ("123") only ends at a delimiter: give it one, so
-		 * it is "not a report" as simdjson says, rather than malformed. */
-		ev = json_tokener_parse_ex(r->tok, " ", 1);
-	}
-	if (!ev || json_tokener_get_error(r->tok) != json_tokener_success ||
-	    !blank(line + end, len - end)) {
-		analysis_skip(r->a, r->source, r->lineno, SKIP_MALFORMED);
-	} else {
-		extract_event(&r->event, ev);
-		event_take(r->a, &r->event, r->source, r->lineno);
-	}
-	json_object_put(ev);
+	json_c_line(r, line, len);
 }
 
 static void append_partial(struct jsonl_reader *r, const char *buf, size_t len)

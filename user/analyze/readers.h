@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "jsparse.h"
 #include "model.h"
 
 /* Longest line (JSON) or record (CSV) accepted; longer ones are skipped
@@ -28,6 +29,7 @@ struct jsonl_reader {
 	struct json_tokener *tok;
 	struct jsonl_simd *simd; /* NULL: json-c only */
 	struct raw_event event;  /* the current line's fields, for event_take */
+	struct jsparse_buf fixed; /* the line json-c reads, when rewritten */
 	char *line;            /* a line split across chunks */
 	size_t len, cap;
 	int too_long;
@@ -72,6 +74,7 @@ struct series_reader {
 	uint64_t line, rec_line;
 	double last_uptime;
 	int have_uptime;
+	struct jsparse_buf fixed; /* a command with invalid UTF-8, repaired */
 };
 
 int series_reader_init(struct series_reader *r, struct analysis *a, const char *source);

@@ -175,8 +175,8 @@ static void put_escaped_cp(FILE *out, unsigned cp, const char *raw, size_t raw_l
 	default:
 		break;
 	}
-	if (cp < 0x20)
-		fprintf(out, "\\u%04x", cp);
+	if (cp < 0x20 || (cp >= 0xd800 && cp <= 0xdfff))
+		fprintf(out, "\\u%04x", cp); /* a lone surrogate too, as JSON.stringify */
 	else
 		fwrite(raw, 1, raw_len, out);
 }
@@ -186,7 +186,9 @@ static void put_replacement(FILE *out)
 	fputs("\xef\xbf\xbd", out);
 }
 
-/* UTF-8 decoding with the WHATWG replacement rules. */
+/* UTF-8 decoding with the WHATWG replacement rules, except that a
+ * surrogate's 3 bytes (WTF-8: the readers keep a lone \ud800 escape so)
+ * are that code unit. */
 void json_write_string(FILE *out, const char *s, size_t len)
 {
 	size_t i, start = 0;
@@ -205,7 +207,7 @@ void json_write_string(FILE *out, const char *s, size_t len)
 				cp = b & 0x1f;
 			} else if (b >= 0xe0 && b <= 0xef) {
 				lower = b == 0xe0 ? 0xa0 : 0x80;
-				upper = b == 0xed ? 0x9f : 0xbf;
+				upper = 0xbf;
 				needed = 2;
 				cp = b & 0x0f;
 			} else if (b >= 0xf0 && b <= 0xf4) {

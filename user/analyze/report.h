@@ -57,8 +57,9 @@ int report_write_svg(const char *path, const struct version_result *r, size_t n,
  * tail of r = 0.99 on thousands of samples is below the smallest double). */
 void report_format_p(double p, char *buf, size_t size);
 
-/* JSON string as JSON.stringify writes it; invalid UTF-8 becomes U+FFFD
- * the way Node's decoder replaces it. */
+/* JSON string as JSON.stringify writes it; a surrogate in WTF-8 (ED A0 80)
+ * is written \ud800, and other invalid UTF-8 becomes U+FFFD the way
+ * Node's decoder replaces it (the readers have repaired it already). */
 void json_write_string(FILE *out, const char *s, size_t len);
 
 #endif
