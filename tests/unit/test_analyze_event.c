@@ -28,11 +28,24 @@
 enum verdict {
 	USED,          /* a report: its samples are below */
 	BLANK,         /* not even counted as a line */
+	/* skipped, one per skip_reason */
 	MALFORMED,
 	NOT_REPORT,
 	NO_VERSION,
 	BAD_UPTIME,
+	INFINITE_UPTIME,
+	/* left out: not what upstream's query selects */
 	OTHER_EVENT,
+	NO_MODE,
+	OTHER_MODE,
+};
+
+static const int skip_of[] = {
+	[MALFORMED] = SKIP_MALFORMED, [NOT_REPORT] = SKIP_NOT_REPORT, [NO_VERSION] = SKIP_NO_VERSION,
+	[BAD_UPTIME] = SKIP_BAD_UPTIME, [INFINITE_UPTIME] = SKIP_INFINITE_UPTIME,
+};
+static const int left_out_of[] = {
+	[OTHER_EVENT] = LEFT_OTHER_EVENT, [NO_MODE] = LEFT_NO_MODE, [OTHER_MODE] = LEFT_OTHER_MODE,
 };
 
 struct want_sample {
@@ -52,8 +65,8 @@ struct rule_case {
 	const char *version; /* USED: NULL means 8.2.0 */
 	double uptime;
 	double avail;       /* NAN: no system sample */
-	struct want_sample procs[3]; /* one sample per key, first-seen order */
-	unsigned values_skipped, dropped;
+	struct want_sample procs[3]; /* keys in first-seen order */
+	unsigned values_skipped, infinite, dropped;
 };
 
 #define LONG_NAME_LEN 5000
@@ -81,41 +94,57 @@ static const struct rule_case cases[] = {
 	  REPORT(ODD "'systemUptimeHrs':'\xe3\x80\x80\\u2003 7','systemAvailMemMb':'\\u00a05'"),
 	  .verdict = USED, .uptime = 7, .avail = 5 },
 	{ "Infinity as a string is a number to parseFloat, but not a finite one",
-	  REPORT(ODD "'systemUptimeHrs':'-Infinity'"), .verdict = BAD_UPTIME },
+	  REPORT(ODD "'systemUptimeHrs':'-Infinity'"), .verdict = INFINITE_UPTIME },
+	{ "an infinite value is skipped, the rest of its line used",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'1e999','processesDetails':"
+		 "[{'name':'x','memRssMb':'Infinityx'},{'name':'y','memRssMb':'2'}]"),
+	  .verdict = USED, .uptime = 1, .avail = NAN, .procs = { { "y", 0, 2 } },
+	  .values_skipped = 2, .infinite = 2 },
 	{ "extra fields anywhere are ignored",
 	  "{'x':[1,{'y':null}],'event':'resourceMonitorReport','time':1,'properties':{'a':{},"
 	  ODD "'systemUptimeHrs':'1','z':[],'processesDetails':[{'pid':3,'name':'x','memRssMb':'2','q':true}]}}",
 	  .verdict = USED, .uptime = 1, .avail = NAN, .procs = { { "x", 0, 2 } }, .values_skipped = 1 },
 	{ "whitespace between every token, CR at the end",
-	  " { 'event' : 'resourceMonitorReport' ,\t'properties' : { 'appVersion' : '8.2.0' , "
+	  " { 'event' : 'resourceMonitorReport' ,\t'properties' : { 'appVersion' : '8.2.0' , 'appMode':'ODD' , "
 	  "'systemUptimeHrs' : 3 , 'processesDetails' : [ { 'name' : 'x' , 'memRssMb' : 4 } ] } }\r",
 	  .verdict = USED, .uptime = 3, .avail = NAN, .procs = { { "x", 0, 4 } }, .values_skipped = 1 },
 	{ "a repeated key: the last one wins, as in JSON.parse",
-	  REPORT("'appVersion':'1','appVersion':'8.2.0','systemUptimeHrs':'9','systemUptimeHrs':'2',"
+	  REPORT("'appMode':'OT2','appMode':'ODD','appVersion':'1','appVersion':'8.2.0','systemUptimeHrs':'9','systemUptimeHrs':'2',"
 		 "'processesDetails':[{'name':'a','name':'b','memRssMb':'1','memRssMb':'7'}]"),
 	  .verdict = USED, .uptime = 2, .avail = NAN, .procs = { { "b", 0, 7 } }, .values_skipped = 1 },
-	{ "JSON null is as good as absent",
+	{ "null is no number, and a null process list no list",
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':null,'processesDetails':null"),
 	  .verdict = USED, .uptime = 1, .avail = NAN, .values_skipped = 1 },
-	{ "no event name: taken as a report",
-	  "{'properties':{" ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5'}}",
-	  .verdict = USED, .uptime = 1, .avail = 5 },
+	{ "no event name: not what the query selects",
+	  "{'properties':{" ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5'}}", .verdict = OTHER_EVENT },
 	{ "another event", "{'event':'appStart','properties':{" ODD "'systemUptimeHrs':'1'}}",
 	  .verdict = OTHER_EVENT },
 	{ "event name of the wrong type", "{'event':7,'properties':{" ODD "'systemUptimeHrs':'1'}}",
 	  .verdict = OTHER_EVENT },
-	{ "no appMode: taken", REPORT("'appVersion':'8.2.0','systemUptimeHrs':'1'"),
-	  .verdict = USED, .uptime = 1, .avail = NAN, .values_skipped = 1 },
+	{ "no appMode", REPORT("'appVersion':'8.2.0','systemUptimeHrs':'1'"), .verdict = NO_MODE },
 	{ "appMode of another kind of robot", REPORT("'appVersion':'8.2.0','appMode':'OT2','systemUptimeHrs':'1'"),
-	  .verdict = OTHER_EVENT },
+	  .verdict = OTHER_MODE },
+	{ "appMode in lower case", REPORT("'appVersion':'8.2.0','appMode':'odd','systemUptimeHrs':'1'"),
+	  .verdict = OTHER_MODE },
+	{ "appMode null", REPORT("'appVersion':'8.2.0','appMode':null,'systemUptimeHrs':'1'"),
+	  .verdict = OTHER_MODE },
+	{ "appMode in an array", REPORT("'appVersion':'8.2.0','appMode':['ODD'],'systemUptimeHrs':'1'"),
+	  .verdict = OTHER_MODE },
 	{ "no appVersion", REPORT("'appMode':'ODD','systemUptimeHrs':'1'"), .verdict = NO_VERSION },
-	{ "appVersion as a number", REPORT("'appVersion':8.2,'systemUptimeHrs':'1'"), .verdict = NO_VERSION },
+	{ "appVersion as a number", REPORT("'appMode':'ODD','appVersion':8.2,'systemUptimeHrs':'1'"),
+	  .verdict = NO_VERSION },
 	{ "uptime missing", REPORT(ODD "'systemAvailMemMb':'5'"), .verdict = BAD_UPTIME },
 	{ "uptime not a number", REPORT(ODD "'systemUptimeHrs':'abc'"), .verdict = BAD_UPTIME },
 	{ "uptime true", REPORT(ODD "'systemUptimeHrs':true"), .verdict = BAD_UPTIME },
 	{ "uptime an object", REPORT(ODD "'systemUptimeHrs':{'h':1}"), .verdict = BAD_UPTIME },
 	{ "uptime NaN in letters", REPORT(ODD "'systemUptimeHrs':'NaN'"), .verdict = BAD_UPTIME },
-	{ "uptime beyond the largest double", REPORT(ODD "'systemUptimeHrs':1e400"), .verdict = BAD_UPTIME },
+	{ "uptime beyond the largest double", REPORT(ODD "'systemUptimeHrs':1e400"), .verdict = INFINITE_UPTIME },
+	{ "numbers in arrays read as parseFloat reads the array's text: its first element",
+	  REPORT(ODD "'systemUptimeHrs':['26.5h',2],'systemAvailMemMb':[[7]],'processesDetails':"
+		 "[{'name':'c','memRssMb':[['4.5x',2]]},{'name':'e','memRssMb':[]},{'name':'f','memRssMb':[null,3]},"
+		 "{'name':'g','memRssMb':[{}]},{'name':'h','memRssMb':[true]}]"),
+	  .verdict = USED, .uptime = 26.5, .avail = 7, .procs = { { "c", 0, 4.5 } }, .values_skipped = 4 },
+	{ "an empty array is no uptime", REPORT(ODD "'systemUptimeHrs':[]"), .verdict = BAD_UPTIME },
 	{ "integers beyond 64 bits: the nearest double, as JSON.parse reads them",
 	  REPORT(ODD "'systemUptimeHrs':123456789012345678901234567890,"
 		 "'systemAvailMemMb':-98765432109876543210987,'processesDetails':"
@@ -127,11 +156,28 @@ static const struct rule_case cases[] = {
 	{ "the process list of the wrong type",
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':'x'"),
 	  .verdict = USED, .uptime = 1, .avail = 5, .values_skipped = 1 },
-	{ "process entries of every wrong kind",
+	{ "process entries that are no objects, or hold no number, or are named by an object",
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
-		 "[7,null,[],'p',{},{'memRssMb':'1'},{'name':3,'memRssMb':'1'},{'name':'a','memRssMb':'x'},"
-		 "{'name':'b','memRssMb':1e400},{'name':'c','memRssMb':[1]},{'name':'d'}]"),
-	  .verdict = USED, .uptime = 1, .avail = 5, .values_skipped = 11 },
+		 "[7,null,[],'p',{},{'name':'a','memRssMb':'x'},{'name':'d'},"
+		 "{'name':{'x':1},'memRssMb':'1'},{'name':[2],'memRssMb':'1'},{'name':'b','memRssMb':1e400}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .values_skipped = 10, .infinite = 1 },
+	{ "a process without a name is the key undefined, as in upstream's Map",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':[{'memRssMb':'1'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "undefined", 0, 1 } } },
+	{ "names of other JSON types are keys of their own, named as String() names them",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':3,'memRssMb':'1'},{'name':null,'memRssMb':'2'},{'name':true,'memRssMb':'3'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5,
+	  .procs = { { "3", 0, 1 }, { "null", 0, 2 }, { "true", 0, 3 } } },
+	{ "more of them: false, 1e21, -0",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':false,'memRssMb':'1'},{'name':1e21,'memRssMb':'2'},{'name':-0,'memRssMb':'3'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5,
+	  .procs = { { "false", 0, 1 }, { "1e+21", 0, 2 }, { "0", 0, 3 } } },
+	{ "the number 5 and the string \"5\" are two keys (the report merges them)",
+	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
+		 "[{'name':5,'memRssMb':'1'},{'name':'5','memRssMb':'2'},{'name':5.0,'memRssMb':'3'}]"),
+	  .verdict = USED, .uptime = 1, .avail = 5, .procs = { { "5", 0, 2, 2 }, { "5", 0, 2 } } },
 	{ "nested oddities stay where they are",
 	  REPORT(ODD "'systemUptimeHrs':'1','systemAvailMemMb':'5','processesDetails':"
 		 "[[[[[[{'name':'deep','memRssMb':'1'}]]]]],{'name':{'name':'x'},'memRssMb':'1'},"
@@ -319,21 +365,17 @@ static struct analysis *read_case(const struct rule_case *c, int json_c_only, ui
 /* Counter by counter, the verdict and nothing else. */
 static void check_verdict(const struct rule_case *c, const struct analysis *a)
 {
-	uint64_t skipped = 0;
 	int k;
 
-	for (k = 0; k < SKIP_REASONS; k++)
-		skipped += a->skipped[k];
 	assert_int_equal(a->lines, c->verdict != BLANK);
 	assert_int_equal(a->records_used, c->verdict == USED);
-	assert_int_equal(a->other_event, c->verdict == OTHER_EVENT);
-	assert_int_equal(a->skipped[SKIP_MALFORMED], c->verdict == MALFORMED);
-	assert_int_equal(a->skipped[SKIP_NOT_REPORT], c->verdict == NOT_REPORT);
-	assert_int_equal(a->skipped[SKIP_NO_VERSION], c->verdict == NO_VERSION);
-	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], c->verdict == BAD_UPTIME);
-	assert_int_equal(skipped, c->verdict >= MALFORMED && c->verdict <= BAD_UPTIME);
-	assert_int_equal(a->other_version, 0);
+	for (k = 0; k < SKIP_REASONS; k++)
+		assert_int_equal(a->skipped[k], c->verdict >= MALFORMED && c->verdict <= INFINITE_UPTIME &&
+				 skip_of[c->verdict] == k);
+	for (k = 0; k < LEFT_OUT_REASONS; k++)
+		assert_int_equal(a->left_out[k], c->verdict >= OTHER_EVENT && left_out_of[c->verdict] == k);
 	assert_int_equal(a->values_skipped, c->values_skipped);
+	assert_int_equal(a->values_infinite, c->infinite);
 	assert_int_equal(a->processes_dropped, c->dropped);
 }
 

@@ -97,6 +97,9 @@ static void chunk_size_does_not_matter(void **state)
 	}
 }
 
+#define EV "{\"event\":\"resourceMonitorReport\","
+#define ODD_82 "\"appMode\":\"ODD\",\"appVersion\":\"8.2.0\""
+
 static void bad_lines_are_skipped_and_counted(void **state)
 {
 	static const char text[] =
@@ -104,29 +107,35 @@ static void bad_lines_are_skipped_and_counted(void **state)
 		"{\"event\":\"resourceMonitorReport\",\n"                /* cut: malformed */
 		"[1,2]\n"                                              /* not a report */
 		"{\"event\":\"resourceMonitorReport\",\"properties\":3}\n" /* not a report */
-		"{\"properties\":{\"systemUptimeHrs\":\"1\"}}\n"        /* no version */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"NaN\"}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"Infinity\"}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":null}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":1} } trailing\n"
+		EV "\"properties\":{\"appMode\":\"ODD\",\"systemUptimeHrs\":\"1\"}}\n" /* no version */
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"NaN\"}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"Infinity\"}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":null}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":1} } trailing\n"
 		"{\"event\":\"other\",\"properties\":{}}\n"              /* another event */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"OT2\"}}\n"
+		EV "\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"OT2\"}}\n"
+		EV "\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"5\"}}\n" /* no appMode */
+		"{\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"5\"}}\n" /* no event */
 		"\n   \n"                                                /* blank: silent */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"5\","
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"5\","
 		"\"systemAvailMemMb\":\"abc\",\"processesDetails\":[{\"name\":\"p\",\"memRssMb\":\"x\"},"
-		"{\"memRssMb\":\"1\"},7,{\"name\":\"q\",\"memRssMb\":\"1e400\"},{\"name\":\"r\",\"memRssMb\":\"2\"}]}}\n";
+		"{\"name\":[1],\"memRssMb\":\"1\"},7,{\"name\":\"q\",\"memRssMb\":\"1e400\"},{\"name\":\"r\",\"memRssMb\":\"2\"}]}}\n";
 	struct analysis *a = read_jsonl(text, 7);
 	(void)state;
 	assert_int_equal(a->skipped[SKIP_MALFORMED], 3);
 	assert_int_equal(a->skipped[SKIP_NOT_REPORT], 2);
 	assert_int_equal(a->skipped[SKIP_NO_VERSION], 1);
-	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], 3);
-	assert_int_equal(a->other_event, 2);
+	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], 2);
+	assert_int_equal(a->skipped[SKIP_INFINITE_UPTIME], 1);
+	assert_int_equal(a->left_out[LEFT_OTHER_EVENT], 2);
+	assert_int_equal(a->left_out[LEFT_OTHER_MODE], 1);
+	assert_int_equal(a->left_out[LEFT_NO_MODE], 1);
 	assert_int_equal(a->records_used, 1);
-	/* avail "abc", memRssMb "x", no name, 7, 1e400 (inf) */
+	/* avail "abc", memRssMb "x", a name that is an array, 7, 1e400 (inf) */
 	assert_int_equal(a->values_skipped, 5);
+	assert_int_equal(a->values_infinite, 1);
 	assert_int_equal(a->samples, 1); /* r = 2 */
-	assert_int_equal(a->lines, 12);
+	assert_int_equal(a->lines, 14);
 	analysis_free(a);
 }
 
@@ -161,7 +170,7 @@ static void runaway_line_is_skipped(void **state)
 static void unicode_names_and_nul_bytes_are_kept_whole(void **state)
 {
 	static const char text[] =
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"1\","
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"1\","
 		"\"processesDetails\":[{\"name\":\"a\\u0000b \\u00e9\",\"memRssMb\":\"1\"}]}}\n";
 	struct analysis *a = read_jsonl(text, 5);
 	size_t len;
@@ -185,9 +194,10 @@ static void assert_same_analysis(const struct analysis *x, const struct analysis
 	assert_int_equal(x->records_used, y->records_used);
 	for (k = 0; k < SKIP_REASONS; k++)
 		assert_int_equal(x->skipped[k], y->skipped[k]);
-	assert_int_equal(x->other_version, y->other_version);
-	assert_int_equal(x->other_event, y->other_event);
+	for (k = 0; k < LEFT_OUT_REASONS; k++)
+		assert_int_equal(x->left_out[k], y->left_out[k]);
 	assert_int_equal(x->values_skipped, y->values_skipped);
+	assert_int_equal(x->values_infinite, y->values_infinite);
 	assert_int_equal(x->processes_dropped, y->processes_dropped);
 	assert_int_equal(x->samples, y->samples);
 	assert_int_equal(x->n_versions, y->n_versions);

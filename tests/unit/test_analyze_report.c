@@ -436,6 +436,51 @@ static void json_strings_like_json_stringify(void **state)
 	}
 }
 
+/* Process names as upstream's object gets them, analysis[name] = result:
+ * "__proto__" sets its prototype and is not printed; the number 5 and
+ * the string "5" are two keys of its Map but one of the object, in the
+ * place of the first, with the value of the last; a process without a
+ * name is "undefined", and the string "undefined", filtered out for its
+ * negative trend first, takes nothing from it; index-like keys come
+ * first. Expected bytes as upstream's analyzeMemoryTrends printed them on
+ * these lines (node 20). */
+static void names_as_upstream_object_keys(void **state)
+{
+	static const char want[] = HEADER
+		"{\n  \"8.2.0\": {\n"
+		"    \"5\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"63.50\"") "    },\n"
+		"    \"constructor\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"129.00\"") "    },\n"
+		"    \"undefined\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"54.50\"") "    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"-1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong negative correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"885.50\"") "    }\n  }\n}\n";
+	struct run t;
+	char procs[512];
+	int i;
+	(void)state;
+	start(&t, NULL, 0);
+	for (i = 0; i < 30; i++) {
+		snprintf(procs, sizeof(procs), "[{\"name\":\"__proto__\",\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"constructor\",\"memRssMb\":\"%d\"},{\"name\":5,\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"5\",\"memRssMb\":\"%d\"},{\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"undefined\",\"memRssMb\":\"%d\"}]",
+			 100 + i, 100 + 2 * i, 10 + i, 20 + 3 * i, 40 + i, 50 - i);
+		report(&t, "8.2.0", i * 0.5, 900 - i, procs);
+	}
+	assert_text(render(&t, P_UPSTREAM, 0), want);
+	finish(&t);
+}
+
 static void versions_newest_first_with_pre_releases(void **state)
 {
 	static const char *const order[] = { "8.2.0", "8.2.0-alpha.2", "8.2.0-alpha.1", "8.1.0" };
@@ -471,12 +516,19 @@ static void version_with_unusable_reports_is_not_no_data(void **state)
 	int i;
 	(void)state;
 	start(&t, versions, 2);
-	for (i = 0; i < 3; i++)
-		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.1.0\",\"systemUptimeHrs\":\"x\"}}");
+	for (i = 0; i < 3; i++) {
+		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.1.0\","
+		     "\"appMode\":\"ODD\",\"systemUptimeHrs\":\"x\"}}");
+		/* not what upstream's query returns: no appMode */
+		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.2.0\","
+		     "\"systemUptimeHrs\":\"1\",\"systemAvailMemMb\":\"1\"}}");
+	}
 	out = render(&t, P_EXACT, 0);
-	/* 8.2.0 had no report at all; 8.1.0 had reports, none usable */
+	/* 8.2.0 had no report upstream's query selects; 8.1.0 had reports,
+	 * none usable */
 	assert_non_null(strstr(out, "\"8.2.0\": \"N/A - No data available\",\n  \"8.1.0\": {\n    \"odd-available-memory\": {\n      \"correlation\": \"0.0000\",\n      \"sampleSize\": 0,"));
 	assert_int_equal(t.a->skipped[SKIP_BAD_UPTIME], 3);
+	assert_int_equal(t.a->left_out[LEFT_NO_MODE], 3);
 	finish(&t);
 }
 
@@ -601,6 +653,7 @@ int main(void)
 		cmocka_unit_test(constant_series_as_upstream_computes_them),
 		cmocka_unit_test(text_names_the_constant_series),
 		cmocka_unit_test(json_strings_like_json_stringify),
+		cmocka_unit_test(names_as_upstream_object_keys),
 		cmocka_unit_test(versions_newest_first_with_pre_releases),
 		cmocka_unit_test(version_with_unusable_reports_is_not_no_data),
 		cmocka_unit_test(user_rules_come_before_the_defaults),

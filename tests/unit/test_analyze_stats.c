@@ -291,6 +291,26 @@ static void constant_series_r_like_calculate_correlation(void **state)
 	assert_true(isnan(js_correlation_of_constant(1, 1, 0.1, 1, 0.1)));
 }
 
+/* String(x) in node 20 for each. */
+static void number_to_string_like_javascript(void **state)
+{
+	static const struct { double x; const char *want; } cases[] = {
+		{ 5, "5" }, { -0.0, "0" }, { 0.1, "0.1" }, { -1.5, "-1.5" }, { 120, "120" },
+		{ 1e21, "1e+21" }, { 123456789012345678901.0, "123456789012345680000" },
+		{ 1.5e300, "1.5e+300" }, { 1e-7, "1e-7" }, { 1.5e-7, "1.5e-7" }, { 0.000001, "0.000001" },
+		{ 0.0015, "0.0015" }, { 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" },
+		{ 0.30000000000000004, "0.30000000000000004" }, { 2e-6, "0.000002" }, { 1e20, "100000000000000000000" },
+		{ __builtin_inf(), "Infinity" }, { -__builtin_inf(), "-Infinity" },
+	};
+	char buf[32];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		js_number_to_string(cases[i].x, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].want);
+	}
+}
+
 static void to_fixed_like_javascript(void **state)
 {
 	(void)state;
@@ -414,6 +434,7 @@ int main(void)
 		cmocka_unit_test(upstream_p_by_hand),
 		cmocka_unit_test(upstream_p_is_2_5x_too_large_at_t_2_df_10),
 		cmocka_unit_test(constant_series_r_like_calculate_correlation),
+		cmocka_unit_test(number_to_string_like_javascript),
 		cmocka_unit_test(to_fixed_like_javascript),
 		cmocka_unit_test(precise_round_like_calculate_correlation),
 		cmocka_unit_test(parse_float_like_javascript),

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsparse.h"
 #include "model.h"
 #include "readers.h"
 #include "report.h"
@@ -122,6 +123,15 @@ static int parse_versions(struct cli *c, const char *arg)
 	return 0;
 }
 
+static int is_utf8(const char *s)
+{
+	struct jsparse_buf repaired = { 0 };
+	int bad_bytes = utf8_repair(s, strlen(s), &repaired);
+
+	jsparse_buf_free(&repaired);
+	return !bad_bytes;
+}
+
 static int add_rule(struct cli *c, const char *arg, int aggregate)
 {
 	char err[300];
@@ -142,6 +152,10 @@ static int add_rule(struct cli *c, const char *arg, int aggregate)
 			return bad("--aggregate needs REGEX=KEY", "for example --aggregate '^node=node-processes'");
 		}
 		*eq = '\0';
+		if (!is_utf8(eq + 1)) {
+			free(pattern);
+			return bad("the KEY of --aggregate is not UTF-8 text", "write it in UTF-8, as the report is");
+		}
 		if (analyze_rule_compile(rule, pattern, eq + 1, err, sizeof(err))) {
 			free(pattern);
 			return bad(err, "write a POSIX extended regular expression");

@@ -13,14 +13,18 @@
 
 #include "model.h"
 
-/* What a reader found under a name. JSON null counts as absent: neither
- * side can tell them apart in upstream's use of the fields. */
+/* What a reader found under a name: the JSON value's type, with "no
+ * such key" apart, since JavaScript tells undefined from null (a process
+ * without a name is the key "undefined", one named null is "null"). */
 enum raw_kind {
 	RAW_ABSENT,
-	RAW_STRING,
+	RAW_NULL,
+	RAW_FALSE,
+	RAW_TRUE,
 	RAW_NUMBER,
+	RAW_STRING,
 	RAW_ARRAY,
-	RAW_OTHER, /* true, false, an object */
+	RAW_OBJECT,
 };
 
 struct raw_value {
@@ -29,6 +33,11 @@ struct raw_value {
 	size_t len;
 	double num;      /* RAW_NUMBER */
 };
+
+/* The numeric fields (uptime, available memory, memRssMb) go through
+ * parseFloat upstream, which reads an array as its text, "a,b,...": so
+ * for them a reader hands on the first element of an array (of an array
+ * ..., innermost first), and RAW_NULL for an empty one. */
 
 struct raw_process {
 	int is_object;

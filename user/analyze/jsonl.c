@@ -46,15 +46,15 @@ void jsonl_reader_destroy(struct jsonl_reader *r)
 	r->line = NULL;
 }
 
-/* The value under NAME in O as the rules see it (raw_kind). */
-static void raw_field(struct json_object *o, const char *name, struct raw_value *out)
+/* V (NULL for JSON null) as the rules see it (raw_kind). */
+static void raw_scalar(struct json_object *v, struct raw_value *out)
 {
-	struct json_object *v = NULL;
-
-	json_object_object_get_ex(o, name, &v);
 	switch (json_object_get_type(v)) {
 	case json_type_null:
-		out->kind = RAW_ABSENT;
+		out->kind = RAW_NULL;
+		break;
+	case json_type_boolean:
+		out->kind = json_object_get_boolean(v) ? RAW_TRUE : RAW_FALSE;
 		break;
 	case json_type_string:
 		out->kind = RAW_STRING;
@@ -70,9 +70,34 @@ static void raw_field(struct json_object *o, const char *name, struct raw_value 
 		out->kind = RAW_ARRAY;
 		break;
 	default:
-		out->kind = RAW_OTHER;
+		out->kind = RAW_OBJECT;
 		break;
 	}
+}
+
+/* The value under NAME in O. */
+static void raw_field(struct json_object *o, const char *name, struct raw_value *out)
+{
+	struct json_object *v = NULL;
+
+	if (json_object_object_get_ex(o, name, &v))
+		raw_scalar(v, out);
+	else
+		out->kind = RAW_ABSENT;
+}
+
+/* A numeric field: of an array, its first element (event.h). */
+static void raw_number_field(struct json_object *o, const char *name, struct raw_value *out)
+{
+	struct json_object *v = NULL;
+
+	if (!json_object_object_get_ex(o, name, &v)) {
+		out->kind = RAW_ABSENT;
+		return;
+	}
+	while (json_object_is_type(v, json_type_array))
+		v = json_object_array_length(v) ? json_object_array_get_idx(v, 0) : NULL;
+	raw_scalar(v, out);
 }
 
 static void extract_processes(struct raw_event *ev, struct json_object *list)
@@ -87,7 +112,7 @@ static void extract_processes(struct raw_event *ev, struct json_object *list)
 		if (!rp->is_object)
 			continue;
 		raw_field(p, "name", &rp->name);
-		raw_field(p, "memRssMb", &rp->mem_rss_mb);
+		raw_number_field(p, "memRssMb", &rp->mem_rss_mb);
 	}
 }
 
@@ -107,8 +132,8 @@ static void extract_event(struct raw_event *ev, struct json_object *root)
 		return;
 	raw_field(props, "appMode", &ev->app_mode);
 	raw_field(props, "appVersion", &ev->app_version);
-	raw_field(props, "systemUptimeHrs", &ev->uptime_hrs);
-	raw_field(props, "systemAvailMemMb", &ev->avail_mem_mb);
+	raw_number_field(props, "systemUptimeHrs", &ev->uptime_hrs);
+	raw_number_field(props, "systemAvailMemMb", &ev->avail_mem_mb);
 	raw_field(props, "processesDetails", &ev->processes);
 	if (ev->processes.kind == RAW_ARRAY) {
 		json_object_object_get_ex(props, "processesDetails", &list);

@@ -6,9 +6,9 @@
  * nesting deeper than json-c allows...) goes back to the json-c path, which
  * decides whether it is malformed. A line simdjson takes has its fields
  * copied into the same struct raw_event as json-c's extract_event() in
- * jsonl.c fills (a JSON null counts as absent; of duplicate keys the last
- * one wins, as with json-c and JavaScript's JSON.parse), and event_take()
- * judges it: what counts as a report is decided in one place. */
+ * jsonl.c fills (of duplicate keys the last one wins, as with json-c and
+ * JavaScript's JSON.parse), and event_take() judges it: what counts as a
+ * report is decided in one place. */
 #include <simdjson.h>
 
 #include <cstdlib>
@@ -21,7 +21,8 @@ extern "C" {
 
 using namespace simdjson;
 
-/* json-c's tokenizer depth in jsonl.c; deeper lines go to json-c */
+/* Reports nest 4 deep; a deeper line (rare) goes to json-c, which takes
+ * up to JSPARSE_MAX_DEPTH levels. */
 static const size_t JSON_DEPTH = 64;
 
 struct jsonl_simd {
@@ -50,13 +51,16 @@ extern "C" void jsonl_simd_free(struct jsonl_simd *s)
 }
 
 /* The value as the rules see it (raw_kind in event.h); the same mapping
- * as raw_field() in jsonl.c. Inlined by force: it runs for every field of
+ * as raw_scalar() in jsonl.c. Inlined by force: it runs for every field of
  * every process, and as a call it cost 3% of the whole run. */
 static inline __attribute__((always_inline)) void raw_field(const dom::element &v, struct raw_value *out)
 {
 	switch (v.type()) {
 	case dom::element_type::NULL_VALUE:
-		out->kind = RAW_ABSENT;
+		out->kind = RAW_NULL;
+		break;
+	case dom::element_type::BOOL:
+		out->kind = v.get_bool().value_unsafe() ? RAW_TRUE : RAW_FALSE;
 		break;
 	case dom::element_type::STRING: {
 		std::string_view s = v.get_string().value_unsafe();
@@ -81,9 +85,25 @@ static inline __attribute__((always_inline)) void raw_field(const dom::element &
 		out->kind = RAW_ARRAY;
 		break;
 	default:
-		out->kind = RAW_OTHER;
+		out->kind = RAW_OBJECT;
 		break;
 	}
+}
+
+/* A numeric field: of an array, its first element (event.h), as
+ * raw_number_field() in jsonl.c. */
+static inline __attribute__((always_inline)) void raw_number_field(dom::element v, struct raw_value *out)
+{
+	while (v.type() == dom::element_type::ARRAY) {
+		dom::array a = v.get_array().value_unsafe();
+
+		if (a.begin() == a.end()) {
+			out->kind = RAW_NULL;
+			return;
+		}
+		v = *a.begin();
+	}
+	raw_field(v, out);
 }
 
 static void extract_processes(struct raw_event *ev, const dom::element &list)
@@ -101,7 +121,7 @@ static void extract_processes(struct raw_event *ev, const dom::element &list)
 			if (kv.key == "name")
 				raw_field(kv.value, &rp->name);
 			else if (kv.key == "memRssMb")
-				raw_field(kv.value, &rp->mem_rss_mb);
+				raw_number_field(kv.value, &rp->mem_rss_mb);
 		}
 	}
 }
@@ -118,9 +138,9 @@ static void extract_properties(struct raw_event *ev, dom::object props)
 		else if (k == "appVersion")
 			raw_field(kv.value, &ev->app_version);
 		else if (k == "systemUptimeHrs")
-			raw_field(kv.value, &ev->uptime_hrs);
+			raw_number_field(kv.value, &ev->uptime_hrs);
 		else if (k == "systemAvailMemMb")
-			raw_field(kv.value, &ev->avail_mem_mb);
+			raw_number_field(kv.value, &ev->avail_mem_mb);
 		else if (k == "processesDetails") {
 			raw_field(kv.value, &ev->processes);
 			procs = kv.value;

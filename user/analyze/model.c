@@ -18,8 +18,16 @@ const char *const skip_reason_text[SKIP_REASONS] = {
 	[SKIP_MALFORMED] = "malformed (not parseable)",
 	[SKIP_NOT_REPORT] = "not a resource monitor report",
 	[SKIP_NO_VERSION] = "no appVersion string",
-	[SKIP_BAD_UPTIME] = "uptime missing or not a finite number",
+	[SKIP_BAD_UPTIME] = "uptime missing or not a number",
+	[SKIP_INFINITE_UPTIME] = "uptime infinite (upstream's calculate-correlation throws on it)",
 	[SKIP_TOO_LONG] = "line too long",
+};
+
+const char *const left_out_text[LEFT_OUT_REASONS] = {
+	[LEFT_OTHER_EVENT] = "other events (not resourceMonitorReport)",
+	[LEFT_NO_MODE] = "without appMode",
+	[LEFT_OTHER_MODE] = "appMode not ODD",
+	[LEFT_OTHER_VERSION] = "of versions not asked for with --versions",
 };
 
 /* The name cache stops growing here so a file of unique names cannot
@@ -290,10 +298,18 @@ static long intern_key(struct analysis *a, const char *name, size_t len)
 	return (long)a->n_key_names++;
 }
 
+/* A typed name is interned behind this byte, which no other key holds:
+ * the readers hand on UTF-8 (or WTF-8) only, and --aggregate keys must be
+ * UTF-8. */
+#define TYPED_TAG '\xff'
+
 const char *analysis_key_name(const struct analysis *a, uint32_t key_id, size_t *len)
 {
-	*len = a->key_lens[key_id];
-	return a->key_names[key_id];
+	const char *name = a->key_names[key_id];
+	int typed = a->key_lens[key_id] > 0 && name[0] == TYPED_TAG;
+
+	*len = a->key_lens[key_id] - (size_t)typed;
+	return name + typed;
 }
 
 static int rule_matches(const struct analyze_rule *r, const char *name, size_t len)
@@ -306,31 +322,50 @@ static int rule_matches(const struct analyze_rule *r, const char *name, size_t l
 	return regexec(&r->re, name, 1, m, REG_STARTEND) == 0;
 }
 
-static long resolve_uncached(struct analysis *a, const char *name, size_t len)
+/* The rules look at TEXT; the key, unless aggregated, is KEY. */
+static long resolve_uncached(struct analysis *a, const char *text, size_t len,
+			     const char *key, size_t key_len)
 {
 	const struct analyze_config *c = a->cfg;
 	int i;
 
 	for (i = 0; i < c->n_drop; i++)
-		if (rule_matches(&c->drop[i], name, len))
+		if (rule_matches(&c->drop[i], text, len))
 			return -1;
 	for (i = 0; i < c->n_aggregate; i++)
-		if (rule_matches(&c->aggregate[i], name, len))
+		if (rule_matches(&c->aggregate[i], text, len))
 			return intern_key(a, c->aggregate[i].key, strlen(c->aggregate[i].key));
-	return intern_key(a, name, len);
+	return intern_key(a, key, key_len);
 }
 
-long analysis_resolve_name(struct analysis *a, const char *name, size_t len)
+static long resolve(struct analysis *a, const char *text, size_t len, const char *key,
+		    size_t key_len)
 {
-	struct strmap_entry *e = strmap_find(a->name_cache, name, len);
+	struct strmap_entry *e = strmap_find(a->name_cache, key, key_len);
 	long id;
 
 	if (e)
 		return e->value;
-	id = resolve_uncached(a, name, len);
-	if (a->name_cache->used < NAME_CACHE_MAX && strmap_put(a->name_cache, name, len, id))
+	id = resolve_uncached(a, text, len, key, key_len);
+	if (a->name_cache->used < NAME_CACHE_MAX && strmap_put(a->name_cache, key, key_len, id))
 		oom();
 	return id;
+}
+
+long analysis_resolve_name(struct analysis *a, const char *name, size_t len)
+{
+	return resolve(a, name, len, name, len);
+}
+
+long analysis_resolve_typed_name(struct analysis *a, const char *text, size_t len)
+{
+	char key[64];
+
+	if (len + 1 > sizeof(key))
+		len = sizeof(key) - 1; /* String() of a number is at most 25 bytes */
+	key[0] = TYPED_TAG;
+	memcpy(key + 1, text, len);
+	return resolve(a, text, len, key, len + 1);
 }
 
 static uint64_t next_random(struct analysis *a)
@@ -430,13 +465,30 @@ void analysis_add_system(struct analysis *a, size_t version, double uptime_hrs,
 	add_sample(a, &a->versions[version].system, uptime_hrs, avail_mb);
 }
 
-void analysis_skip(struct analysis *a, const char *source, uint64_t line,
-		   enum skip_reason why)
+void analysis_skip_because(struct analysis *a, const char *source, uint64_t line,
+			   enum skip_reason why, const char *what)
 {
 	a->skipped[why]++;
 	if (a->cfg->verbose)
-		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped: %s\n", source,
-			(unsigned long long)line, skip_reason_text[why]);
+		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped: %s%s%s%s\n", source,
+			(unsigned long long)line, skip_reason_text[why], what ? " (" : "",
+			what ? what : "", what ? ")" : "");
+}
+
+void analysis_skip(struct analysis *a, const char *source, uint64_t line,
+		   enum skip_reason why)
+{
+	analysis_skip_because(a, source, line, why, NULL);
+}
+
+void analysis_skip_infinite(struct analysis *a, const char *source, uint64_t line,
+			    const char *field, const char *what)
+{
+	a->values_skipped++;
+	a->values_infinite++;
+	if (a->cfg->verbose)
+		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped value: %s %s is infinite; the rest of the line is used\n",
+			source, (unsigned long long)line, field, what);
 }
 
 static int cmp_versions(const void *pa, const void *pb)
@@ -451,6 +503,28 @@ void analysis_order_versions(struct analysis *a)
 	if (!a->cfg->versions && a->n_versions > 1)
 		qsort(a->versions, a->n_versions, sizeof(*a->versions), cmp_versions);
 	a->last_version = 0;
+}
+
+/* One line: the well-formed lines upstream's query would not return. */
+static void print_left_out(const struct analysis *a, FILE *out)
+{
+	const char *sep = ":";
+	uint64_t total = 0;
+	int i;
+
+	for (i = 0; i < LEFT_OUT_REASONS; i++)
+		total += a->left_out[i];
+	if (!total)
+		return;
+	fprintf(out, "pmetrics: analyze: left out %llu lines that upstream's query does not select",
+		(unsigned long long)total);
+	for (i = 0; i < LEFT_OUT_REASONS; i++) {
+		if (!a->left_out[i])
+			continue;
+		fprintf(out, "%s %llu %s", sep, (unsigned long long)a->left_out[i], left_out_text[i]);
+		sep = ";";
+	}
+	fputc('\n', out);
 }
 
 void analysis_print_skips(const struct analysis *a, FILE *out)
@@ -469,15 +543,13 @@ void analysis_print_skips(const struct analysis *a, FILE *out)
 					skip_reason_text[i]);
 		fprintf(out, "%s\n", a->cfg->verbose ? "" : " -v names each line");
 	}
-	if (a->values_skipped)
+	if (a->values_skipped && !a->values_infinite)
 		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers (the rest of their lines was used)\n",
 			(unsigned long long)a->values_skipped);
-	if (a->other_event)
-		fprintf(out, "pmetrics: analyze: ignored %llu lines of other events\n",
-			(unsigned long long)a->other_event);
-	if (a->other_version)
-		fprintf(out, "pmetrics: analyze: ignored %llu reports of versions not asked for with --versions\n",
-			(unsigned long long)a->other_version);
+	if (a->values_infinite) /* upstream would add these, then throw */
+		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers, %llu of them infinite (the rest of their lines was used)\n",
+			(unsigned long long)a->values_skipped, (unsigned long long)a->values_infinite);
+	print_left_out(a, out);
 }
 
 /* ---- rules --------------------------------------------------------------- */

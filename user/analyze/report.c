@@ -89,6 +89,25 @@ static int keep_after_negative_filter(const struct key_result *k)
 	return 0;
 }
 
+/* Upstream turns its Map into a plain object by assignment, one key after
+ * the other: keys printed alike (a name that was the number 5 and one
+ * that was the string "5") end up as one, in the place of the first and
+ * with the value of the last. Returns the count left. */
+static size_t merge_same_names(struct key_result *k, size_t n)
+{
+	size_t i, j, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < kept; j++)
+			if (k[j].name_len == k[i].name_len && memcmp(k[j].name, k[i].name, k[i].name_len) == 0)
+				break;
+		k[j] = k[i];
+		if (j == kept)
+			kept++;
+	}
+	return kept;
+}
+
 static void compute_version(const struct analysis *a, const struct report_opts *o,
 			    const struct version_stats *v, struct version_result *out)
 {
@@ -127,6 +146,7 @@ static void compute_version(const struct analysis *a, const struct report_opts *
 	for (i = 0; i < n; i++)
 		if (keep_after_negative_filter(&out->keys[i]))
 			out->keys[kept++] = out->keys[i];
+	kept = merge_same_names(out->keys, kept);
 	for (i = 0; i < kept; i++)
 		if (!out->keys[i].significant)
 			out->keys[i].interpretation = out->keys[i].enough ?
@@ -352,38 +372,50 @@ static void write_key(FILE *out, const struct key_result *k, const struct report
 	fputs("\n    }", out);
 }
 
+/* analysis["__proto__"] = result sets the prototype of upstream's
+ * object instead of adding a key, and JSON.stringify leaves it out. */
+static int is_proto(const struct key_result *k)
+{
+	return key_is(k, "__proto__");
+}
+
 static void write_version(FILE *out, const struct version_result *v, const struct report_opts *o)
 {
 	const char **names;
-	size_t *lens, *order, i;
+	size_t *lens, *order, *shown, i, n = 0;
 
 	json_write_string(out, v->v->name, strlen(v->v->name));
 	if (!v->v->has_reports) {
 		fputs(": \"N/A - No data available\"", out);
 		return;
 	}
-	if (v->n_keys == 0) {
-		fputs(": {}", out);
-		return;
-	}
-	names = calloc(v->n_keys, sizeof(*names));
-	lens = calloc(v->n_keys, sizeof(*lens));
-	if (!names || !lens) {
+	names = calloc(v->n_keys + 1, sizeof(*names));
+	lens = calloc(v->n_keys + 1, sizeof(*lens));
+	shown = calloc(v->n_keys + 1, sizeof(*shown));
+	if (!names || !lens || !shown) {
 		fprintf(stderr, "pmetrics: out of memory in analyze\n");
 		exit(2);
 	}
 	for (i = 0; i < v->n_keys; i++) {
-		names[i] = v->keys[i].name;
-		lens[i] = v->keys[i].name_len;
+		if (is_proto(&v->keys[i]))
+			continue;
+		shown[n] = i;
+		names[n] = v->keys[i].name;
+		lens[n++] = v->keys[i].name_len;
 	}
-	order = js_key_order(names, lens, v->n_keys);
-	fputs(": {\n", out);
-	for (i = 0; i < v->n_keys; i++) {
-		write_key(out, &v->keys[order[i]], o);
-		fputs(i + 1 < v->n_keys ? ",\n" : "\n", out);
+	if (n == 0) {
+		fputs(": {}", out);
+	} else {
+		order = js_key_order(names, lens, n);
+		fputs(": {\n", out);
+		for (i = 0; i < n; i++) {
+			write_key(out, &v->keys[shown[order[i]]], o);
+			fputs(i + 1 < n ? ",\n" : "\n", out);
+		}
+		fputs("  }", out);
+		free(order);
 	}
-	fputs("  }", out);
-	free(order);
+	free(shown);
 	free(names);
 	free(lens);
 }

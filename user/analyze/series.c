@@ -184,7 +184,7 @@ static void take_row(struct series_reader *r)
 		return;
 	}
 	if (r->version < 0) {
-		r->a->other_version++;
+		r->a->left_out[LEFT_OTHER_VERSION]++;
 		return;
 	}
 	r->a->versions[r->version].has_reports = 1;

@@ -257,6 +257,68 @@ static void js_exponential_string(double x, char *buf, size_t size)
 	}
 }
 
+static size_t put_zeros(char *out, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		out[i] = '0';
+	return n > 0 ? (size_t)n : 0;
+}
+
+void js_number_to_string(double x, char *buf, size_t size)
+{
+	char digits[32], e_str[40], out[48];
+	const char *p;
+	size_t m = 0;
+	int k = 0, n, prec;
+
+	if (isnan(x) || isinf(x) || x == 0) {
+		snprintf(buf, size, "%s", isnan(x) ? "NaN" : x == 0 ? "0" : x < 0 ? "-Infinity" : "Infinity");
+		return;
+	}
+	/* the shortest digits that read back as x, and its decimal exponent */
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(e_str, sizeof(e_str), "%.*e", prec, fabs(x));
+		if (strtod(e_str, NULL) == fabs(x))
+			break;
+	}
+	for (p = e_str; *p != 'e'; p++)
+		if (*p != '.')
+			digits[k++] = *p;
+	while (k > 1 && digits[k - 1] == '0')
+		k--;
+	n = atoi(p + 1) + 1; /* |x| = 0.DIGITS * 10^n */
+	if (x < 0)
+		out[m++] = '-';
+	if (k <= n && n <= 21) {         /* 120 */
+		memcpy(out + m, digits, (size_t)k);
+		m += (size_t)k;
+		m += put_zeros(out + m, n - k);
+	} else if (0 < n && n <= 21) {   /* 1.5 */
+		memcpy(out + m, digits, (size_t)n);
+		m += (size_t)n;
+		out[m++] = '.';
+		memcpy(out + m, digits + n, (size_t)(k - n));
+		m += (size_t)(k - n);
+	} else if (-6 < n && n <= 0) {   /* 0.0015 */
+		out[m++] = '0';
+		out[m++] = '.';
+		m += put_zeros(out + m, -n);
+		memcpy(out + m, digits, (size_t)k);
+		m += (size_t)k;
+	} else {                         /* 1.5e+300, 1e-7 */
+		out[m++] = digits[0];
+		if (k > 1)
+			out[m++] = '.';
+		memcpy(out + m, digits + 1, (size_t)(k - 1));
+		m += (size_t)(k - 1);
+		m += (size_t)snprintf(out + m, sizeof(out) - m, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
+	}
+	out[m] = '\0';
+	snprintf(buf, size, "%s", out);
+}
+
 void js_to_fixed(double x, int digits, char *buf, size_t size)
 {
 	/* The exact decimal value of a double below 1e21 has at most 22
@@ -371,7 +433,9 @@ static double exact_short_decimal(const char *s, size_t len)
 
 double js_parse_float(const char *s, size_t len)
 {
-	size_t start = js_space_len(s, len), i = start, int_end, frac_end;
+	/* most values start with their digit: no space to look for */
+	size_t start = len && (unsigned char)s[0] > ' ' && (unsigned char)s[0] < 0x80 ? 0 : js_space_len(s, len);
+	size_t i = start, int_end, frac_end;
 	char small[128], *copy;
 	double v;
 	int negative = 0;

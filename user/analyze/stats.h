@@ -59,6 +59,9 @@ double js_precise_round(double x, int dec);
  * 40 bytes beyond): half-way cases of the exact binary value round up in
  * magnitude, which glibc's printf (half to even) does not do. */
 void js_to_fixed(double x, int digits, char *buf, size_t size);
+/* JavaScript's String() of a number: the shortest digits that read back,
+ * "5", "0.1", "1e+21", "1.5e-7", "-0" as "0". BUF >= 32 bytes. */
+void js_number_to_string(double x, char *buf, size_t size);
 /* JavaScript parseFloat on S[0..len): the longest decimal prefix after
  * leading white space, or "Infinity"; NaN when there is none. Digits of
  * other scripts are not digits to it. */
