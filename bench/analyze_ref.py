@@ -71,8 +71,8 @@ def read(path, versions, system):
             except ValueError:
                 continue
             props = ev.get("properties") if isinstance(ev, dict) else None
-            if ev.get("event", "resourceMonitorReport") != "resourceMonitorReport" \
-                    or not isinstance(props, dict) or props.get("appMode", "ODD") != "ODD":
+            if ev.get("event") != "resourceMonitorReport" \
+                    or not isinstance(props, dict) or props.get("appMode") != "ODD":
                 continue
             version = props.get("appVersion")
             if not isinstance(version, str):
