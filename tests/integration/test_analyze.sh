@@ -117,3 +117,25 @@ expect_error "bad option after an input: one line of ours, not getopt's" 2 \
 	"^pmetrics: analyze: bad option '--bogus' .*pmetrics analyze --help" -- "$PMETRICS" analyze "$T_TMP/d.jsonl" --bogus
 expect_error "an option missing its value at the end" 2 "^pmetrics: analyze: bad option '--svg'" -- \
 	"$PMETRICS" analyze "$T_TMP/d.jsonl" --svg
+
+t_begin "upstream's query: other events, no appMode, appMode not ODD are left out and counted"
+R='"systemUptimeHrs":"1","systemAvailMemMb":"1","processesDetails":[{"name":"python3 -m uvicorn x","memRssMb":"1"}]'
+{ cat "$T_TMP/d.jsonl"
+  echo "{\"event\":\"appStart\",\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"ODD\",$R}}"
+  echo "{\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"ODD\",$R}}"
+  echo "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.2.0\",$R}}"
+  echo "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.1.0\",\"appMode\":\"OT2\",$R}}"
+} >"$T_TMP/q.jsonl"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/q.jsonl" >"$T_TMP/q.out" 2>"$T_TMP/q.err"; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$T_TMP/q.out" "$T_TMP/want" &&
+	grep -qx "pmetrics: analyze: left out 4 lines that upstream's query does not select: 2 other events (not resourceMonitorReport); 1 without appMode; 1 appMode not ODD" "$T_TMP/q.err"
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/q.err"; diff "$T_TMP/want" "$T_TMP/q.out" | head -4)"; fi
+
+t_begin "-v names an infinite value with its number; the rest of its line is used"
+{ cat "$T_TMP/d.jsonl"
+  echo '{"event":"resourceMonitorReport","properties":{"appVersion":"8.2.0","appMode":"ODD","systemUptimeHrs":"1","processesDetails":[{"name":"x","memRssMb":"1e999"}]}}'
+} >"$T_TMP/inf.jsonl"
+"$PMETRICS" analyze -v "$T_TMP/inf.jsonl" >/dev/null 2>"$T_TMP/inf.err"; rc=$?
+if [ $rc -eq 0 ] && grep -qx "pmetrics: analyze: $T_TMP/inf.jsonl:41: skipped value: memRssMb \"1e999\" is infinite; the rest of the line is used" "$T_TMP/inf.err" &&
+	grep -q "skipped 2 values that were not finite numbers, 1 of them infinite" "$T_TMP/inf.err"
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/inf.err")"; fi
