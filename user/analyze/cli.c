@@ -36,6 +36,7 @@ static void usage(FILE *out)
 "                (all of it counts as version \"capture\": captures carry no\n"
 "                appVersion)\n"
 "  -             standard input (either format, gzip or not)\n"
+"\n"
 "Options may come before, between or after the inputs; -- ends them (what\n"
 "follows is an input, even when it starts with a dash).\n"
 "\n"
@@ -45,7 +46,8 @@ static void usage(FILE *out)
 "Options:\n"
 "  --versions V1,V2,...  report these versions, in this order; a version with\n"
 "                        no reports prints \"N/A - No data available\"\n"
-"  --format json|text    text: a compact table per version, with the slope\n"
+"  --format json|text    text: a compact table per version, with the slope;\n"
+"                        it says when memory or uptime did not vary\n"
 "  --svg FILE            also write a chart: one panel per version and key,\n"
 "                        points, bucket means and the fitted trend line\n"
 "  --extended            add pValue, slopeMbPerHour and its 95% confidence\n"
@@ -63,8 +65,11 @@ static void usage(FILE *out)
 "  -v, --verbose         name every skipped line (FILE:LINE: reason)\n"
 "  -h, --help            this text\n"
 "\n"
-"Lines that cannot be used are skipped and counted on stderr. The exit\n"
-"status is 1 only when no input gave a single usable sample.\n"
+"Only what upstream's query selects counts: resourceMonitorReport events\n"
+"with appMode ODD; other lines are left out and counted on stderr. Lines\n"
+"that cannot be used (not JSON to JSON.parse, no uptime) are skipped and\n"
+"counted there too, -v names them. The exit status is 1 only when no input\n"
+"gave a single usable sample.\n"
 "\n"
 "Examples:\n"
 "  pmetrics analyze reports-*.jsonl.gz\n"
@@ -287,7 +292,7 @@ static int run(struct cli *c)
 		analyze_read_input(a, c->inputs[i]);
 	analysis_print_skips(a, stderr);
 	if (a->samples == 0) {
-		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events or a memory series (-v names skipped lines)\n");
+		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events with appMode ODD, or a memory series (-v names skipped lines)\n");
 		analysis_free(a);
 		return 1;
 	}
