@@ -249,6 +249,8 @@ static const struct rule_case cases[] = {
 	{ "an array", "[1,2]", .verdict = NOT_REPORT },
 	{ "a string", "'resourceMonitorReport'", .verdict = NOT_REPORT },
 	{ "a bare number", "123", .verdict = NOT_REPORT },
+	{ "null", "null", .verdict = NOT_REPORT },
+	{ "true", " true ", .verdict = NOT_REPORT },
 	{ "properties of the wrong type", "{'event':'resourceMonitorReport','properties':[1]}",
 	  .verdict = NOT_REPORT },
 	{ "no properties", "{'event':'resourceMonitorReport'}", .verdict = NOT_REPORT },

@@ -323,13 +323,17 @@ static void series_names_with_invalid_utf8_are_decoded_like_node(void **state)
 	static const char text[] =
 		"1,2.5,,a\xff\xfe" "b,7\n"
 		"1,3.5,,a\xc0\xaf" "b,9\n"
-		"1,4.5,,a\xef\xbf\xbd\xef\xbf\xbd" "b,11\n";
+		"1,4.5,,a\xef\xbf\xbd\xef\xbf\xbd" "b,11\n"
+		"1,5.5,,\xfe" "b,13\n"; /* invalid from the first byte */
 	struct analysis *a = read_series(NULL, text, 5);
 	struct version_stats *v = &a->versions[0];
 	size_t len;
 	const char *name;
 	(void)state;
-	assert_int_equal(v->n_keys, 1);
+	assert_int_equal(v->n_keys, 2);
+	name = analysis_key_name(a, v->keys[1].key_id, &len);
+	assert_int_equal(len, 4);
+	assert_memory_equal(name, "\xef\xbf\xbd" "b", 4);
 	name = analysis_key_name(a, v->keys[0].key_id, &len);
 	assert_int_equal(len, 8);
 	assert_memory_equal(name, "a\xef\xbf\xbd\xef\xbf\xbd" "b", 8);

@@ -147,6 +147,7 @@ static void json_c_line(struct jsonl_reader *r, const char *line, size_t len)
 {
 	struct json_object *ev = NULL;
 	enum jsparse_verdict v = jsparse_prepare(line, len, &r->fixed);
+	int parsed = 0;
 
 	if (v == JSPARSE_REWRITTEN) {
 		line = r->fixed.s;
@@ -158,8 +159,10 @@ static void json_c_line(struct jsonl_reader *r, const char *line, size_t len)
 		if (!ev && json_tokener_get_error(r->tok) == json_tokener_continue)
 			/* A bare number ("123") only ends at a delimiter. */
 			ev = json_tokener_parse_ex(r->tok, " ", 1);
+		/* success with NULL: the line is the JSON null */
+		parsed = json_tokener_get_error(r->tok) == json_tokener_success;
 	}
-	if (!ev || json_tokener_get_error(r->tok) != json_tokener_success) {
+	if (!parsed) {
 		analysis_skip(r->a, r->source, r->lineno, SKIP_MALFORMED);
 	} else {
 		extract_event(&r->event, ev);

@@ -13,6 +13,8 @@
 
 static void buf_put(struct jsparse_buf *b, const char *s, size_t n)
 {
+	if (n == 0)
+		return; /* b->s may still be NULL */
 	if (b->len + n > b->cap) {
 		b->cap = (b->len + n) * 2 + 64;
 		b->s = analyze_xrealloc(b->s, b->cap);
