@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/model.h"
 #include "analyze/readers.h"
@@ -249,6 +250,26 @@ static void simdjson_and_json_c_agree(void **state)
 	}
 }
 
+/* A file is told JSON lines by its first '{', past the blank lines that
+ * trim() would drop, Unicode spaces included (they are no CSV either). */
+static void export_opening_with_unicode_blank_lines_is_json(void **state)
+{
+	char path[] = "/tmp/pmetrics-test-XXXXXX";
+	int fd = mkstemp(path);
+	struct analysis *a = new_analysis();
+	static const char blank[] = " \xc2\xa0\xe3\x80\x80\n\t\n";
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, blank, strlen(blank)), (ssize_t)strlen(blank));
+	assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+	close(fd);
+	assert_int_equal(analyze_read_input(a, path), 0);
+	assert_int_equal(a->records_used, 1);
+	assert_int_equal(a->lines, 1);
+	unlink(path);
+	analysis_free(a);
+}
+
 /* ---- memory series ------------------------------------------------------ */
 
 static struct analysis *read_series(const char *header, const char *text, size_t chunk)
@@ -394,6 +415,7 @@ int main(void)
 		cmocka_unit_test(runaway_line_is_skipped),
 		cmocka_unit_test(unicode_names_and_nul_bytes_are_kept_whole),
 		cmocka_unit_test(simdjson_and_json_c_agree),
+		cmocka_unit_test(export_opening_with_unicode_blank_lines_is_json),
 		cmocka_unit_test(series_context_layout),
 		cmocka_unit_test(series_activity_layout_with_header_order),
 		cmocka_unit_test(series_names_with_invalid_utf8_are_decoded_like_node),
