@@ -179,14 +179,44 @@ static int unicode_escape(struct scan *sc, int in_key)
 	return 0;
 }
 
+/* Printable ASCII but '"' (0x22) and '\\' (0x5c): nothing to check. */
+static const uint8_t plain_byte[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
+};
+
+/* Whether the 8 bytes at P are all printable ASCII other than '"' and
+ * '\\'. Each test is the classic "is there a byte below N" on a 64-bit
+ * word: (x - N*ones) & ~x & highs is non-zero exactly when one is. */
+static int plain_word(const unsigned char *p)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	uint64_t w, quote, backslash;
+
+	memcpy(&w, p, 8);
+	quote = w ^ (ones * '"');
+	backslash = w ^ (ones * '\\');
+	return (((w - ones * 0x20) & ~w) | ((quote - ones) & ~quote) |
+		((backslash - ones) & ~backslash) | w) & highs ? 0 : 1;
+}
+
 static int string(struct scan *sc, int in_key)
 {
 	size_t used;
 
 	sc->pos++; /* the opening quote */
 	for (;;) {
-		int c = at(sc, sc->pos);
+		const unsigned char *in = (const unsigned char *)sc->in;
+		size_t i = sc->pos;
+		int c;
 
+		/* Printable ASCII is most of a report: no work but the scan,
+		 * eight bytes at a time while none needs a look. */
+		while (i + 8 <= sc->len && plain_word(in + i))
+			i += 8;
+		while (i < sc->len && plain_byte[in[i]])
+			i++;
+		sc->pos = i;
+		c = at(sc, i);
 		if (c == '"') {
 			sc->pos++;
 			return 0;
