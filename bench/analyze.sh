@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pmetrics analyze vs a plain Python reference of the same computation
 # (bench/analyze_ref.py, Debian python3 + json module), same run, same
 # generated export: wall time, the ratio, and peak RSS on 100k vs 1M events

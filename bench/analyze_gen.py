@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Generates a resourceMonitorReport export (JSON lines) for pmetrics
 analyze tests and benchmarks: several versions, robots rebooting at random,
 processes whose memory grows with uptime (a leak), stays flat or shrinks.

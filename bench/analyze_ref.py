@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Reference for the analyze benchmark: the computation of
 `pmetrics analyze --p-value upstream` (formats.md section 3) written the
 plain way in Debian's python3 with the json module, as the upstream Node
@@ -70,8 +71,8 @@ def read(path, versions, system):
             except ValueError:
                 continue
             props = ev.get("properties") if isinstance(ev, dict) else None
-            if ev.get("event", "resourceMonitorReport") != "resourceMonitorReport" \
-                    or not isinstance(props, dict) or props.get("appMode", "ODD") != "ODD":
+            if ev.get("event") != "resourceMonitorReport" \
+                    or not isinstance(props, dict) or props.get("appMode") != "ODD":
                 continue
             version = props.get("appVersion")
             if not isinstance(version, str):

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT
-# pmetrics analyze. The JSON lines reader has a simdjson fast
-# path in C++ (user/analyze_jsonl_simd.cpp), built when libsimdjson-dev is
-# installed: about 15x less parse time than json-c alone. ANALYZE_SIMDJSON=0
-# builds json-c only (no libsimdjson/libstdc++ needed at run time).
+# pmetrics analyze, the wing in user/analyze/ (its C files are built by
+# the Makefile's user/*/*.c rule). Its JSON lines reader has a simdjson
+# fast path in C++ (user/analyze/jsonl_simdjson.cpp), built when
+# libsimdjson-dev is installed: about 15x less parse time than json-c
+# alone. ANALYZE_SIMDJSON=0 builds json-c only (no libsimdjson/libstdc++
+# needed at run time).
 ANALYZE_SIMDJSON ?= $(if $(wildcard /usr/include/simdjson.h),1,0)
 ifeq ($(ANALYZE_SIMDJSON),1)
 CXX := g++
 PM_CXXFLAGS = $(CFLAGS) $(WARN) $(FP_FLAGS) -std=c++17 -fno-exceptions -fno-rtti -Iinclude -Iuser
-ANALYZE_SIMD_OBJ := $(OUT)/user/analyze_jsonl_simd.o
-ANALYZE_ASAN_SIMD_OBJ := $(OUT)/asan/user/analyze_jsonl_simd.o
+ANALYZE_SIMD_OBJ := $(OUT)/user/analyze/jsonl_simdjson.o
+ANALYZE_ASAN_SIMD_OBJ := $(OUT)/asan/user/analyze/jsonl_simdjson.o
 PM_CFLAGS += -DPM_HAVE_SIMDJSON
 SIMDJSON_LINK ?= -lsimdjson
 LIBS += $(SIMDJSON_LINK) -lstdc++
@@ -16,11 +18,11 @@ DYN_LIBS += $(SIMDJSON_LINK) -lstdc++
 LIB_OBJS += $(ANALYZE_SIMD_OBJ)
 DEP_EXTRA += $(ANALYZE_SIMD_OBJ) $(ANALYZE_ASAN_SIMD_OBJ)
 
-$(ANALYZE_SIMD_OBJ): user/analyze_jsonl_simd.cpp
+$(ANALYZE_SIMD_OBJ): user/analyze/jsonl_simdjson.cpp
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(PM_CXXFLAGS) $(DEPFLAGS) -c $< -o $@
-$(ANALYZE_ASAN_SIMD_OBJ): user/analyze_jsonl_simd.cpp
+$(ANALYZE_ASAN_SIMD_OBJ): user/analyze/jsonl_simdjson.cpp
 	$(call msg,CXX-ASAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) $(PM_CXXFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
@@ -34,11 +36,11 @@ BENCH_SCRIPTS += bench/analyze.sh
 # sources rebuilt with clang's coverage and ASan/UBSan.
 ANALYZE_FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer $(WARN) -D_GNU_SOURCE -Iinclude -Iuser
-ANALYZE_FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/user/%.o,$(wildcard user/analyze*.c))
+ANALYZE_FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/user/%.o,$(wildcard user/analyze/*.c))
 ANALYZE_FUZZ_LIBS := -ljson-c -lz -lm
 ifeq ($(ANALYZE_SIMDJSON),1)
 ANALYZE_FUZZ_FLAGS += -DPM_HAVE_SIMDJSON
-ANALYZE_FUZZ_OBJS += $(OUT)/fuzz/user/analyze_jsonl_simd.o
+ANALYZE_FUZZ_OBJS += $(OUT)/fuzz/user/analyze/jsonl_simdjson.o
 ANALYZE_FUZZ_LIBS += -lsimdjson
 endif
 FUZZ_TARGETS += $(OUT)/fuzz/fuzz_jsonl $(OUT)/fuzz/fuzz_series
@@ -51,7 +53,7 @@ $(OUT)/fuzz/user/%.o: user/%.c | analyze-fuzz-deps
 	$(call msg,CC-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(ANALYZE_FUZZ_FLAGS) $(DEPFLAGS) -std=gnu11 -c $< -o $@
-$(OUT)/fuzz/user/analyze_jsonl_simd.o: user/analyze_jsonl_simd.cpp | analyze-fuzz-deps
+$(OUT)/fuzz/user/analyze/jsonl_simdjson.o: user/analyze/jsonl_simdjson.cpp | analyze-fuzz-deps
 	$(call msg,CXX-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG)++ $(ANALYZE_FUZZ_FLAGS) $(DEPFLAGS) -std=c++17 -fno-exceptions -fno-rtti -c $< -o $@

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze/analyze.h"
 #include "check.h"
 #include "record.h"
 #include "wall_clock.h"

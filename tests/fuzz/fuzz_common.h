@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared set-up of the analyze fuzz harnesses: an analysis with the
  * default rules, and a pass over everything that renders its results, so
  * fuzzed inputs also reach the statistics, JSON, text and SVG writers. */
@@ -8,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
-#include "analyze_report.h"
+#include "analyze/model.h"
+#include "analyze/readers.h"
+#include "analyze/report.h"
 
 static struct analyze_config fuzz_cfg;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness: the JSON lines reader. Input fed in chunks whose
  * size comes from the first byte; with the simdjson fast path built in,
  * the same input also goes through json-c alone and every counter and
@@ -34,10 +35,12 @@ static void same_analysis(const struct analysis *x, const struct analysis *y)
 	size_t i, j;
 	int k;
 
-	SAME(lines); SAME(records_used); SAME(other_version); SAME(other_event);
-	SAME(values_skipped); SAME(processes_dropped); SAME(samples); SAME(n_versions);
+	SAME(lines); SAME(records_used); SAME(values_skipped); SAME(values_infinite);
+	SAME(processes_dropped); SAME(samples); SAME(n_versions);
 	for (k = 0; k < SKIP_REASONS; k++)
 		SAME(skipped[k]);
+	for (k = 0; k < LEFT_OUT_REASONS; k++)
+		SAME(left_out[k]);
 	for (i = 0; i < x->n_versions; i++) {
 		const struct version_stats *vx = &x->versions[i], *vy = &y->versions[i];
 

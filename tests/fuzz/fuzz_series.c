@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer harness: the memory-series CSV reader. When the input holds a
  * NUL byte, what comes before it is the _headers line, the rest the data
  * (fed in chunks sized by the first byte), then everything is rendered. */

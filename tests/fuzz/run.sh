@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make fuzz: runs each analyze libFuzzer harness for a bounded time on a
 # small seed corpus written here, and prints how many inputs ran without a
 # crash (an input running over 10 s counts as one: a hang).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pmetrics built for arm64, the robot's architecture, run under qemu-user:
 # the cross build (make arm64-build: simdjson reader) and the static file
 # made to be copied to the robot (make robot: json-c reader) both give

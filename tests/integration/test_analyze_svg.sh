@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pmetrics analyze --svg rendered by a real browser: Debian's Chromium,
 # headless, takes a screenshot; the PNG must show the chart's marks
 # (points, orange bucket means, red trend lines) on a white page.

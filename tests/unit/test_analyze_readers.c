@@ -11,9 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
+#include "analyze/model.h"
+#include "analyze/readers.h"
 
 static struct analyze_config cfg;
 
@@ -97,6 +98,9 @@ static void chunk_size_does_not_matter(void **state)
 	}
 }
 
+#define EV "{\"event\":\"resourceMonitorReport\","
+#define ODD_82 "\"appMode\":\"ODD\",\"appVersion\":\"8.2.0\""
+
 static void bad_lines_are_skipped_and_counted(void **state)
 {
 	static const char text[] =
@@ -104,29 +108,35 @@ static void bad_lines_are_skipped_and_counted(void **state)
 		"{\"event\":\"resourceMonitorReport\",\n"                /* cut: malformed */
 		"[1,2]\n"                                              /* not a report */
 		"{\"event\":\"resourceMonitorReport\",\"properties\":3}\n" /* not a report */
-		"{\"properties\":{\"systemUptimeHrs\":\"1\"}}\n"        /* no version */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"NaN\"}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"Infinity\"}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":null}}\n"
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":1} } trailing\n"
+		EV "\"properties\":{\"appMode\":\"ODD\",\"systemUptimeHrs\":\"1\"}}\n" /* no version */
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"NaN\"}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"Infinity\"}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":null}}\n"
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":1} } trailing\n"
 		"{\"event\":\"other\",\"properties\":{}}\n"              /* another event */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"OT2\"}}\n"
+		EV "\"properties\":{\"appVersion\":\"8.2.0\",\"appMode\":\"OT2\"}}\n"
+		EV "\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"5\"}}\n" /* no appMode */
+		"{\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"5\"}}\n" /* no event */
 		"\n   \n"                                                /* blank: silent */
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"5\","
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"5\","
 		"\"systemAvailMemMb\":\"abc\",\"processesDetails\":[{\"name\":\"p\",\"memRssMb\":\"x\"},"
-		"{\"memRssMb\":\"1\"},7,{\"name\":\"q\",\"memRssMb\":\"1e400\"},{\"name\":\"r\",\"memRssMb\":\"2\"}]}}\n";
+		"{\"name\":[1],\"memRssMb\":\"1\"},7,{\"name\":\"q\",\"memRssMb\":\"1e400\"},{\"name\":\"r\",\"memRssMb\":\"2\"}]}}\n";
 	struct analysis *a = read_jsonl(text, 7);
 	(void)state;
 	assert_int_equal(a->skipped[SKIP_MALFORMED], 3);
 	assert_int_equal(a->skipped[SKIP_NOT_REPORT], 2);
 	assert_int_equal(a->skipped[SKIP_NO_VERSION], 1);
-	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], 3);
-	assert_int_equal(a->other_event, 2);
+	assert_int_equal(a->skipped[SKIP_BAD_UPTIME], 2);
+	assert_int_equal(a->skipped[SKIP_INFINITE_UPTIME], 1);
+	assert_int_equal(a->left_out[LEFT_OTHER_EVENT], 2);
+	assert_int_equal(a->left_out[LEFT_OTHER_MODE], 1);
+	assert_int_equal(a->left_out[LEFT_NO_MODE], 1);
 	assert_int_equal(a->records_used, 1);
-	/* avail "abc", memRssMb "x", no name, 7, 1e400 (inf) */
+	/* avail "abc", memRssMb "x", a name that is an array, 7, 1e400 (inf) */
 	assert_int_equal(a->values_skipped, 5);
+	assert_int_equal(a->values_infinite, 1);
 	assert_int_equal(a->samples, 1); /* r = 2 */
-	assert_int_equal(a->lines, 12);
+	assert_int_equal(a->lines, 14);
 	analysis_free(a);
 }
 
@@ -161,7 +171,7 @@ static void runaway_line_is_skipped(void **state)
 static void unicode_names_and_nul_bytes_are_kept_whole(void **state)
 {
 	static const char text[] =
-		"{\"properties\":{\"appVersion\":\"8.2.0\",\"systemUptimeHrs\":\"1\","
+		EV "\"properties\":{" ODD_82 ",\"systemUptimeHrs\":\"1\","
 		"\"processesDetails\":[{\"name\":\"a\\u0000b \\u00e9\",\"memRssMb\":\"1\"}]}}\n";
 	struct analysis *a = read_jsonl(text, 5);
 	size_t len;
@@ -185,9 +195,10 @@ static void assert_same_analysis(const struct analysis *x, const struct analysis
 	assert_int_equal(x->records_used, y->records_used);
 	for (k = 0; k < SKIP_REASONS; k++)
 		assert_int_equal(x->skipped[k], y->skipped[k]);
-	assert_int_equal(x->other_version, y->other_version);
-	assert_int_equal(x->other_event, y->other_event);
+	for (k = 0; k < LEFT_OUT_REASONS; k++)
+		assert_int_equal(x->left_out[k], y->left_out[k]);
 	assert_int_equal(x->values_skipped, y->values_skipped);
+	assert_int_equal(x->values_infinite, y->values_infinite);
 	assert_int_equal(x->processes_dropped, y->processes_dropped);
 	assert_int_equal(x->samples, y->samples);
 	assert_int_equal(x->n_versions, y->n_versions);
@@ -237,6 +248,26 @@ static void simdjson_and_json_c_agree(void **state)
 		analysis_free(x);
 		analysis_free(y);
 	}
+}
+
+/* A file is told JSON lines by its first '{', past the blank lines that
+ * trim() would drop, Unicode spaces included (they are no CSV either). */
+static void export_opening_with_unicode_blank_lines_is_json(void **state)
+{
+	char path[] = "/tmp/pmetrics-test-XXXXXX";
+	int fd = mkstemp(path);
+	struct analysis *a = new_analysis();
+	static const char blank[] = " \xc2\xa0\xe3\x80\x80\n\t\n";
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, blank, strlen(blank)), (ssize_t)strlen(blank));
+	assert_int_equal(write(fd, good, strlen(good)), (ssize_t)strlen(good));
+	close(fd);
+	assert_int_equal(analyze_read_input(a, path), 0);
+	assert_int_equal(a->records_used, 1);
+	assert_int_equal(a->lines, 1);
+	unlink(path);
+	analysis_free(a);
 }
 
 /* ---- memory series ------------------------------------------------------ */
@@ -306,6 +337,32 @@ static void series_activity_layout_with_header_order(void **state)
 	analysis_free(a);
 }
 
+/* A command with invalid UTF-8 is named as Node would decode it, so two
+ * that differ only in their invalid bytes are one key. */
+static void series_names_with_invalid_utf8_are_decoded_like_node(void **state)
+{
+	static const char text[] =
+		"1,2.5,,a\xff\xfe" "b,7\n"
+		"1,3.5,,a\xc0\xaf" "b,9\n"
+		"1,4.5,,a\xef\xbf\xbd\xef\xbf\xbd" "b,11\n"
+		"1,5.5,,\xfe" "b,13\n"; /* invalid from the first byte */
+	struct analysis *a = read_series(NULL, text, 5);
+	struct version_stats *v = &a->versions[0];
+	size_t len;
+	const char *name;
+	(void)state;
+	assert_int_equal(v->n_keys, 2);
+	name = analysis_key_name(a, v->keys[1].key_id, &len);
+	assert_int_equal(len, 4);
+	assert_memory_equal(name, "\xef\xbf\xbd" "b", 4);
+	name = analysis_key_name(a, v->keys[0].key_id, &len);
+	assert_int_equal(len, 8);
+	assert_memory_equal(name, "a\xef\xbf\xbd\xef\xbf\xbd" "b", 8);
+	assert_int_equal(v->keys[0].trend.n, 3);
+	assert_true(v->keys[0].trend.mean_y == 9);
+	analysis_free(a);
+}
+
 /* The record buffer grows from 4 KiB; past ANALYZE_RECORD_MAX the record
  * is skipped as too long and the next one is read as usual. */
 static void series_record_buffer_grows_then_stops(void **state)
@@ -358,8 +415,10 @@ int main(void)
 		cmocka_unit_test(runaway_line_is_skipped),
 		cmocka_unit_test(unicode_names_and_nul_bytes_are_kept_whole),
 		cmocka_unit_test(simdjson_and_json_c_agree),
+		cmocka_unit_test(export_opening_with_unicode_blank_lines_is_json),
 		cmocka_unit_test(series_context_layout),
 		cmocka_unit_test(series_activity_layout_with_header_order),
+		cmocka_unit_test(series_names_with_invalid_utf8_are_decoded_like_node),
 		cmocka_unit_test(series_record_buffer_grows_then_stops),
 		cmocka_unit_test(long_command_is_cut_like_the_odd_does),
 	};

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
-#include "analyze_report.h"
-#include "analyze_version.h"
+#include "analyze/model.h"
+#include "analyze/readers.h"
+#include "analyze/report.h"
+#include "analyze/semver.h"
 
 #define UVICORN "python3 -m uvicorn robot_server.app:app --port 31950"
 #define RENDERER "/opt/opentrons-app/opentrons --type=renderer --lang=en"
@@ -312,6 +312,175 @@ static void upstream_and_exact_p_disagree_on_a_moderate_trend(void **state)
 	finish(&t);
 }
 
+/* Memory or uptime that never varies. calculate-correlation then divides
+ * 0 by 0 (r NaN) when the constant's plain-sum mean comes out exact (30
+ * times 5, 30 times 26), and otherwise finds r from that mean's rounding
+ * error: 0 for one constant series (0.1, 1043.12, an uptime of 26.1), 1
+ * when one point repeats (uptime and memory 0.1). Expected bytes as
+ * upstream's analyzeMemoryTrends printed them on these lines (node 20,
+ * calculate-correlation 1.2.3). */
+static void constant_series_as_upstream_computes_them(void **state)
+{
+	static const char *const versions[] = { "8.2.0", "8.1.0", "8.0.0" };
+	static const char want[] = HEADER
+		"{\n  \"8.2.0\": {\n"
+		"    \"flat-five\": {\n"
+		"      \"correlation\": \"NaN\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"5.00\"") "    },\n"
+		"    \"flat-tenth\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"0.10\"") "    },\n"
+		"    \"flat-big\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		BUCKETS_0_20("\"1043.12\"") "    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"-1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong negative correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"985.50\"") "    }\n"
+		"  },\n  \"8.1.0\": {\n"
+		"    \"robot-server-uvicorn-processes\": {\n"
+		"      \"correlation\": \"0.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		"      \"averageMemoryMbByUptime\": {\n"
+		"        \"0-20hrs\": " NA ",\n        \"20-40hrs\": \"114.50\",\n"
+		"        \"40-60hrs\": " NA ",\n        \"60-80hrs\": " NA ",\n"
+		"        \"80-120hrs\": " NA ",\n        \"120-240hrs\": " NA ",\n"
+		"        \"240+hrs\": " NA "\n      }\n    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"NaN\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"No significant correlation found\",\n"
+		"      \"averageMemoryMbByUptime\": {\n"
+		"        \"0-20hrs\": " NA ",\n        \"20-40hrs\": \"900.00\",\n"
+		"        \"40-60hrs\": " NA ",\n        \"60-80hrs\": " NA ",\n"
+		"        \"80-120hrs\": " NA ",\n        \"120-240hrs\": " NA ",\n"
+		"        \"240+hrs\": " NA "\n      }\n    }\n"
+		"  },\n  \"8.0.0\": {\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"0.10\"") "    }\n  }\n}\n";
+	struct run t;
+	char procs[256];
+	int i;
+	(void)state;
+	start(&t, versions, 3);
+	for (i = 0; i < 30; i++) {
+		snprintf(procs, sizeof(procs), "[{\"name\":\"flat-five\",\"memRssMb\":\"5\"},"
+			 "{\"name\":\"flat-tenth\",\"memRssMb\":\"0.1\"},"
+			 "{\"name\":\"flat-big\",\"memRssMb\":\"1043.12\"}]");
+		report(&t, "8.2.0", i * 0.5, 1000 - i, procs);
+		snprintf(procs, sizeof(procs), "[{\"name\":\"" UVICORN "\",\"memRssMb\":\"%d\"}]", 100 + i);
+		report(&t, "8.1.0", 26.1, 900, procs);
+		report(&t, "8.0.0", 0.1, 0.1, "[]");
+	}
+	assert_text(render(&t, P_UPSTREAM, 0), want);
+	assert_text(render(&t, P_EXACT, 0), want);
+	finish(&t);
+}
+
+/* --format text says which series did not vary, since r means little
+ * then. */
+static void text_names_the_constant_series(void **state)
+{
+	struct report_opts o = { .p_method = P_EXACT, .min_samples = 30 };
+	struct version_result *res;
+	struct run t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int i;
+	(void)state;
+	start(&t, NULL, 0);
+	for (i = 0; i < 30; i++)
+		report(&t, "8.2.0", 26.1, 900 + i, "[{\"name\":\"flat\",\"memRssMb\":\"5\"}]");
+	jsonl_finish(&t.r);
+	assert_int_equal(report_compute(t.a, &o, &res), 0);
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	report_write_text(f, res, t.a->n_versions, &o);
+	fclose(f);
+	assert_non_null(strstr(text, "No significant correlation found [constant uptime and memory]\n"));
+	assert_non_null(strstr(text, "No significant correlation found [constant uptime]\n"));
+	report_free(res, t.a->n_versions);
+	free(text);
+	finish(&t);
+}
+
+/* Strings as JSON.stringify writes them: a lone surrogate kept by the
+ * readers (ED A0 80) as \ud800, control characters escaped, the rest as
+ * it is; invalid UTF-8 (which the readers repair first) as U+FFFD. */
+static void json_strings_like_json_stringify(void **state)
+{
+	static const struct { const char *in; size_t len; const char *want; } cases[] = {
+		{ "x\xed\xa0\x80", 4, "\"x\\ud800\"" },
+		{ "\xed\xbf\xbf\xed\xa0\x80", 6, "\"\\udfff\\ud800\"" },
+		{ "\xf0\x9f\x98\x80\xe2\x80\xa8\x7f", 8, "\"\xf0\x9f\x98\x80\xe2\x80\xa8\x7f\"" },
+		{ "a\0\x1f\"\\\n\t/", 8, "\"a\\u0000\\u001f\\\"\\\\\\n\\t/\"" },
+		{ "a\xff\xf0\x9f\x41", 5, "\"a\xef\xbf\xbd\xef\xbf\xbd" "A\"" },
+	};
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		assert_non_null(f);
+		json_write_string(f, cases[i].in, cases[i].len);
+		fclose(f);
+		assert_string_equal(text, cases[i].want);
+		free(text);
+	}
+}
+
+/* Process names as upstream's object gets them, analysis[name] = result:
+ * "__proto__" sets its prototype and is not printed; the number 5 and
+ * the string "5" are two keys of its Map but one of the object, in the
+ * place of the first, with the value of the last; a process without a
+ * name is "undefined", and the string "undefined", filtered out for its
+ * negative trend first, takes nothing from it; index-like keys come
+ * first. Expected bytes as upstream's analyzeMemoryTrends printed them on
+ * these lines (node 20). */
+static void names_as_upstream_object_keys(void **state)
+{
+	static const char want[] = HEADER
+		"{\n  \"8.2.0\": {\n"
+		"    \"5\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"63.50\"") "    },\n"
+		"    \"constructor\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"129.00\"") "    },\n"
+		"    \"undefined\": {\n"
+		"      \"correlation\": \"1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong positive correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"54.50\"") "    },\n"
+		"    \"odd-available-memory\": {\n"
+		"      \"correlation\": \"-1.0000\",\n      \"sampleSize\": 30,\n"
+		"      \"interpretation\": \"Strong negative correlation (>0.7)\",\n"
+		BUCKETS_0_20("\"885.50\"") "    }\n  }\n}\n";
+	struct run t;
+	char procs[512];
+	int i;
+	(void)state;
+	start(&t, NULL, 0);
+	for (i = 0; i < 30; i++) {
+		snprintf(procs, sizeof(procs), "[{\"name\":\"__proto__\",\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"constructor\",\"memRssMb\":\"%d\"},{\"name\":5,\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"5\",\"memRssMb\":\"%d\"},{\"memRssMb\":\"%d\"},"
+			 "{\"name\":\"undefined\",\"memRssMb\":\"%d\"}]",
+			 100 + i, 100 + 2 * i, 10 + i, 20 + 3 * i, 40 + i, 50 - i);
+		report(&t, "8.2.0", i * 0.5, 900 - i, procs);
+	}
+	assert_text(render(&t, P_UPSTREAM, 0), want);
+	finish(&t);
+}
+
 static void versions_newest_first_with_pre_releases(void **state)
 {
 	static const char *const order[] = { "8.2.0", "8.2.0-alpha.2", "8.2.0-alpha.1", "8.1.0" };
@@ -347,12 +516,19 @@ static void version_with_unusable_reports_is_not_no_data(void **state)
 	int i;
 	(void)state;
 	start(&t, versions, 2);
-	for (i = 0; i < 3; i++)
-		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.1.0\",\"systemUptimeHrs\":\"x\"}}");
+	for (i = 0; i < 3; i++) {
+		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.1.0\","
+		     "\"appMode\":\"ODD\",\"systemUptimeHrs\":\"x\"}}");
+		/* not what upstream's query returns: no appMode */
+		feed(&t, "{\"event\":\"resourceMonitorReport\",\"properties\":{\"appVersion\":\"8.2.0\","
+		     "\"systemUptimeHrs\":\"1\",\"systemAvailMemMb\":\"1\"}}");
+	}
 	out = render(&t, P_EXACT, 0);
-	/* 8.2.0 had no report at all; 8.1.0 had reports, none usable */
+	/* 8.2.0 had no report upstream's query selects; 8.1.0 had reports,
+	 * none usable */
 	assert_non_null(strstr(out, "\"8.2.0\": \"N/A - No data available\",\n  \"8.1.0\": {\n    \"odd-available-memory\": {\n      \"correlation\": \"0.0000\",\n      \"sampleSize\": 0,"));
 	assert_int_equal(t.a->skipped[SKIP_BAD_UPTIME], 3);
+	assert_int_equal(t.a->left_out[LEFT_NO_MODE], 3);
 	finish(&t);
 }
 
@@ -474,6 +650,10 @@ int main(void)
 		cmocka_unit_test(n_30_is_enough),
 		cmocka_unit_test(bucket_edges_at_20_and_240_hours),
 		cmocka_unit_test(upstream_and_exact_p_disagree_on_a_moderate_trend),
+		cmocka_unit_test(constant_series_as_upstream_computes_them),
+		cmocka_unit_test(text_names_the_constant_series),
+		cmocka_unit_test(json_strings_like_json_stringify),
+		cmocka_unit_test(names_as_upstream_object_keys),
 		cmocka_unit_test(versions_newest_first_with_pre_releases),
 		cmocka_unit_test(version_with_unusable_reports_is_not_no_data),
 		cmocka_unit_test(user_rules_come_before_the_defaults),

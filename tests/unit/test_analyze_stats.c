@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_stats.h"
+#include "analyze/stats.h"
 
 #define assert_near(got, want, tol)                                             \
 	do {                                                                    \
@@ -273,6 +273,44 @@ static const char *fixed(double x, int digits)
 	return buf;
 }
 
+/* calculate-correlation(x, y, {decimals: 4}) with one series constant,
+ * as node 20 prints it: NaN for 30 times 5 or 3 (an exact mean), 0 for
+ * 30 times 0.1 (a mean off by rounding); 1 for one point repeated. */
+static void constant_series_r_like_calculate_correlation(void **state)
+{
+	(void)state;
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, 5)));
+	assert_true(isnan(js_correlation_of_constant(30, 1, 3, 0, 0)));
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, 0)));
+	assert_true(isnan(js_correlation_of_constant(30, 0, 0, 1, -0.0)));
+	assert_true(js_correlation_of_constant(30, 0, 0, 1, 0.1) == 0);
+	assert_true(js_correlation_of_constant(30, 1, 26.1, 0, 0) == 0);
+	assert_true(js_precise_round(js_correlation_of_constant(30, 1, 0.1, 1, 0.1), 4) == 1);
+	/* exact in one of the two: still 0/0 */
+	assert_true(isnan(js_correlation_of_constant(30, 1, 0.1, 1, 5)));
+	assert_true(isnan(js_correlation_of_constant(1, 1, 0.1, 1, 0.1)));
+}
+
+/* String(x) in node 20 for each. */
+static void number_to_string_like_javascript(void **state)
+{
+	static const struct { double x; const char *want; } cases[] = {
+		{ 5, "5" }, { -0.0, "0" }, { 0.1, "0.1" }, { -1.5, "-1.5" }, { 120, "120" },
+		{ 1e21, "1e+21" }, { 123456789012345678901.0, "123456789012345680000" },
+		{ 1.5e300, "1.5e+300" }, { 1e-7, "1e-7" }, { 1.5e-7, "1.5e-7" }, { 0.000001, "0.000001" },
+		{ 0.0015, "0.0015" }, { 5e-324, "5e-324" }, { 1.7976931348623157e308, "1.7976931348623157e+308" },
+		{ 0.30000000000000004, "0.30000000000000004" }, { 2e-6, "0.000002" }, { 1e20, "100000000000000000000" },
+		{ __builtin_inf(), "Infinity" }, { -__builtin_inf(), "-Infinity" },
+	};
+	char buf[32];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		js_number_to_string(cases[i].x, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].want);
+	}
+}
+
 static void to_fixed_like_javascript(void **state)
 {
 	(void)state;
@@ -316,6 +354,37 @@ static void parse_float_like_javascript(void **state)
 }
 
 /* The short-decimal fast path must give strtod's double to the bit. */
+/* parseFloat skips JavaScript's white space, all of it and only it, and
+ * reads ASCII digits only (node 20: parseFloat("\u3000 7") is 7,
+ * parseFloat("\u200b9") and parseFloat("\u0661") are NaN). */
+static void parse_float_skips_unicode_spaces_only(void **state)
+{
+	static const char *const spaces[] = {
+		"\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\x80", "\xe2\x80\x83", "\xe2\x80\x8a",
+		"\xe2\x80\xa8", "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80",
+		"\xef\xbb\xbf", "\v", "\f",
+	};
+	static const char *const not_spaces[] = {
+		"\xe1\xa0\x8e", "\xe2\x80\x8b", "\x1c", "\xe2\x80\x41", "\xc2", "\xd9\xa1",
+		"\xef\xbc\x91",
+	};
+	char buf[32];
+	size_t i;
+	(void)state;
+	for (i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s 7", spaces[i]);
+		assert_near(js_parse_float(buf, strlen(buf)), 7.0, 0);
+		assert_int_equal(js_space_len(buf, strlen(buf)), strlen(spaces[i]) + 1);
+	}
+	for (i = 0; i < sizeof(not_spaces) / sizeof(not_spaces[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s7", not_spaces[i]);
+		assert_true(isnan(js_parse_float(buf, strlen(buf))));
+		assert_int_equal(js_space_len(buf, strlen(buf)), 0);
+	}
+	/* a space cut short at the end of the text is not a space */
+	assert_int_equal(js_space_len("\xe3\x80", 2), 0);
+}
+
 static void parse_float_fast_path_is_exact(void **state)
 {
 	uint64_t x = 88172645463325252ULL;
@@ -364,9 +433,12 @@ int main(void)
 		cmocka_unit_test(incomplete_beta_known_values),
 		cmocka_unit_test(upstream_p_by_hand),
 		cmocka_unit_test(upstream_p_is_2_5x_too_large_at_t_2_df_10),
+		cmocka_unit_test(constant_series_r_like_calculate_correlation),
+		cmocka_unit_test(number_to_string_like_javascript),
 		cmocka_unit_test(to_fixed_like_javascript),
 		cmocka_unit_test(precise_round_like_calculate_correlation),
 		cmocka_unit_test(parse_float_like_javascript),
+		cmocka_unit_test(parse_float_skips_unicode_spaces_only),
 		cmocka_unit_test(parse_float_fast_path_is_exact),
 	};
 

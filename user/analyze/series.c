@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: MIT
 /* Reader for pmetrics' own memory series (memory_series_data): CSV in the
  * context layout (bare fields, command quoted when needed, "\n") or the
  * activity layout (every field quoted, "\r\n"). A record may span lines
  * when a quoted command holds a newline. */
-#include "analyze_readers.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <math.h>
@@ -45,6 +46,7 @@ void series_reader_destroy(struct series_reader *r)
 {
 	free(r->rec);
 	r->rec = NULL;
+	jsparse_buf_free(&r->fixed);
 }
 
 static const char *field_ptr(const struct series_reader *r, int i, size_t *len)
@@ -152,6 +154,12 @@ static void take_process_row(struct series_reader *r, double uptime)
 	double mb = strict_number(p, len);
 	long key;
 
+	/* Names are keys as upstream would see them: decoded like Node does,
+	 * so two commands that differ only in invalid bytes are one key. */
+	if (utf8_repair(cmd, cmd_len, &r->fixed)) {
+		cmd = r->fixed.s;
+		cmd_len = r->fixed.len;
+	}
 	name_len = series_process_name(cmd, cmd_len, name);
 	key = analysis_resolve_name(r->a, name, name_len);
 	if (key < 0) {
@@ -176,7 +184,7 @@ static void take_row(struct series_reader *r)
 		return;
 	}
 	if (r->version < 0) {
-		r->a->other_version++;
+		r->a->left_out[LEFT_OTHER_VERSION]++;
 		return;
 	}
 	r->a->versions[r->version].has_reports = 1;

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* pmetrics analyze results: upstream's rules, its JSON, and a text table. */
-#include "analyze_report.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +35,16 @@ static void interpret(struct key_result *k)
 		k->interpretation = k->interpretation_buf;
 }
 
+/* What did not vary over the key's samples, NULL when both did. */
+static const char *constant_part(const struct key_stats *s)
+{
+	int x = s->min_x == s->max_x, y = s->min_y == s->max_y;
+
+	if (s->trend.n == 0 || (!x && !y))
+		return NULL;
+	return x && y ? "uptime and memory" : x ? "uptime" : "memory";
+}
+
 static void compute_key(struct key_result *k, const struct key_stats *s,
 			const struct report_opts *o)
 {
@@ -42,6 +53,7 @@ static void compute_key(struct key_result *k, const struct key_stats *s,
 	k->enough = k->n >= o->min_samples;
 	trend_fit(&s->trend, &k->fit);
 	k->r_raw = trend_pearson(&s->trend);
+	k->constant = constant_part(s);
 	k->p_exact = p_value_exact(k->r_raw, k->n);
 	if (!k->enough) {
 		/* upstream: too few samples means r = 0, p = 1 */
@@ -51,8 +63,14 @@ static void compute_key(struct key_result *k, const struct key_stats *s,
 		k->interpretation = "Not enough samples for analysis";
 		return;
 	}
+	if (k->constant)
+		/* calculate-correlation's sums decide here, not the data: its
+		 * "NaN" or "0.0000" is redone, not the Welford r (NaN). */
+		k->r_raw = js_correlation_of_constant(k->n, s->min_x == s->max_x, s->min_x,
+						      s->min_y == s->max_y, s->min_y);
 	/* Upstream rounds r to 4 decimals before anything else uses it. */
 	k->r = js_precise_round(k->r_raw, 4);
+	k->p_exact = p_value_exact(k->r_raw, k->n);
 	k->p_upstream = p_value_upstream(k->r, k->n);
 	k->p = o->p_method == P_UPSTREAM ? k->p_upstream : k->p_exact;
 	k->significant = k->p < 0.05;
@@ -69,6 +87,25 @@ static int keep_after_negative_filter(const struct key_result *k)
 		if (key_is(k, protected_keys[i]))
 			return 1;
 	return 0;
+}
+
+/* Upstream turns its Map into a plain object by assignment, one key after
+ * the other: keys printed alike (a name that was the number 5 and one
+ * that was the string "5") end up as one, in the place of the first and
+ * with the value of the last. Returns the count left. */
+static size_t merge_same_names(struct key_result *k, size_t n)
+{
+	size_t i, j, kept = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < kept; j++)
+			if (k[j].name_len == k[i].name_len && memcmp(k[j].name, k[i].name, k[i].name_len) == 0)
+				break;
+		k[j] = k[i];
+		if (j == kept)
+			kept++;
+	}
+	return kept;
 }
 
 static void compute_version(const struct analysis *a, const struct report_opts *o,
@@ -109,6 +146,7 @@ static void compute_version(const struct analysis *a, const struct report_opts *
 	for (i = 0; i < n; i++)
 		if (keep_after_negative_filter(&out->keys[i]))
 			out->keys[kept++] = out->keys[i];
+	kept = merge_same_names(out->keys, kept);
 	for (i = 0; i < kept; i++)
 		if (!out->keys[i].significant)
 			out->keys[i].interpretation = out->keys[i].enough ?
@@ -157,8 +195,8 @@ static void put_escaped_cp(FILE *out, unsigned cp, const char *raw, size_t raw_l
 	default:
 		break;
 	}
-	if (cp < 0x20)
-		fprintf(out, "\\u%04x", cp);
+	if (cp < 0x20 || (cp >= 0xd800 && cp <= 0xdfff))
+		fprintf(out, "\\u%04x", cp); /* a lone surrogate too, as JSON.stringify */
 	else
 		fwrite(raw, 1, raw_len, out);
 }
@@ -168,7 +206,9 @@ static void put_replacement(FILE *out)
 	fputs("\xef\xbf\xbd", out);
 }
 
-/* UTF-8 decoding with the WHATWG replacement rules. */
+/* UTF-8 decoding with the WHATWG replacement rules, except that a
+ * surrogate's 3 bytes (WTF-8: the readers keep a lone \ud800 escape so)
+ * are that code unit. */
 void json_write_string(FILE *out, const char *s, size_t len)
 {
 	size_t i, start = 0;
@@ -187,7 +227,7 @@ void json_write_string(FILE *out, const char *s, size_t len)
 				cp = b & 0x1f;
 			} else if (b >= 0xe0 && b <= 0xef) {
 				lower = b == 0xe0 ? 0xa0 : 0x80;
-				upper = b == 0xed ? 0x9f : 0xbf;
+				upper = 0xbf;
 				needed = 2;
 				cp = b & 0x0f;
 			} else if (b >= 0xf0 && b <= 0xf4) {
@@ -332,38 +372,50 @@ static void write_key(FILE *out, const struct key_result *k, const struct report
 	fputs("\n    }", out);
 }
 
+/* analysis["__proto__"] = result sets the prototype of upstream's
+ * object instead of adding a key, and JSON.stringify leaves it out. */
+static int is_proto(const struct key_result *k)
+{
+	return key_is(k, "__proto__");
+}
+
 static void write_version(FILE *out, const struct version_result *v, const struct report_opts *o)
 {
 	const char **names;
-	size_t *lens, *order, i;
+	size_t *lens, *order, *shown, i, n = 0;
 
 	json_write_string(out, v->v->name, strlen(v->v->name));
 	if (!v->v->has_reports) {
 		fputs(": \"N/A - No data available\"", out);
 		return;
 	}
-	if (v->n_keys == 0) {
-		fputs(": {}", out);
-		return;
-	}
-	names = calloc(v->n_keys, sizeof(*names));
-	lens = calloc(v->n_keys, sizeof(*lens));
-	if (!names || !lens) {
+	names = calloc(v->n_keys + 1, sizeof(*names));
+	lens = calloc(v->n_keys + 1, sizeof(*lens));
+	shown = calloc(v->n_keys + 1, sizeof(*shown));
+	if (!names || !lens || !shown) {
 		fprintf(stderr, "pmetrics: out of memory in analyze\n");
 		exit(2);
 	}
 	for (i = 0; i < v->n_keys; i++) {
-		names[i] = v->keys[i].name;
-		lens[i] = v->keys[i].name_len;
+		if (is_proto(&v->keys[i]))
+			continue;
+		shown[n] = i;
+		names[n] = v->keys[i].name;
+		lens[n++] = v->keys[i].name_len;
 	}
-	order = js_key_order(names, lens, v->n_keys);
-	fputs(": {\n", out);
-	for (i = 0; i < v->n_keys; i++) {
-		write_key(out, &v->keys[order[i]], o);
-		fputs(i + 1 < v->n_keys ? ",\n" : "\n", out);
+	if (n == 0) {
+		fputs(": {}", out);
+	} else {
+		order = js_key_order(names, lens, n);
+		fputs(": {\n", out);
+		for (i = 0; i < n; i++) {
+			write_key(out, &v->keys[shown[order[i]]], o);
+			fputs(i + 1 < n ? ",\n" : "\n", out);
+		}
+		fputs("  }", out);
+		free(order);
 	}
-	fputs("  }", out);
-	free(order);
+	free(shown);
 	free(names);
 	free(lens);
 }
@@ -440,7 +492,10 @@ static void text_key(FILE *out, const struct key_result *k, const struct report_
 		fprintf(out, " %+10.4f %-20s", k->fit.slope, "");
 	else
 		fprintf(out, " %10s %-20s", "-", "");
-	fprintf(out, "  %s\n      mean MB by uptime:", k->interpretation);
+	fprintf(out, "  %s", k->interpretation);
+	if (k->constant) /* r says little then: upstream's NaN or 0 */
+		fprintf(out, " [constant %s]", k->constant);
+	fputs("\n      mean MB by uptime:", out);
 	for (b = 0; b < ANALYZE_BUCKETS; b++) {
 		uint64_t n = k->stats->bucket_n[b];
 

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: MIT
 /* Version ordering for pmetrics analyze: semantic versions with
  * pre-release tags ("8.2.0-alpha.1"), newest first. */
-#ifndef PMETRICS_ANALYZE_VERSION_H
-#define PMETRICS_ANALYZE_VERSION_H
+#ifndef PMETRICS_ANALYZE_SEMVER_H
+#define PMETRICS_ANALYZE_SEMVER_H
 
 /* qsort-style comparison that sorts newest first: semantic versions by
  * SemVer 2.0 precedence (a leading "v" and missing minor/patch parts are

@@ -1,16 +1,20 @@
-/* pmetrics analyze (issue 5): memory-leak trend analysis of exported
+// SPDX-License-Identifier: MIT
+/* pmetrics analyze: memory-leak trend analysis of exported
  * resourceMonitorReport events and of pmetrics' own memory series,
- * compatible with upstream's ODD memory usage analysis (formats.md s.3). */
+ * compatible with upstream's ODD memory usage analysis (formats.md s.3).
+ * This file holds the command line: options, inputs, which output. */
 #include "analyze.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_model.h"
-#include "analyze_readers.h"
-#include "analyze_report.h"
+#include "jsparse.h"
+#include "model.h"
+#include "readers.h"
+#include "report.h"
 
 #define SVG_POINTS_PER_KEY 1500
 #define MAX_RULES 64
@@ -34,13 +38,17 @@ static void usage(FILE *out)
 "                appVersion)\n"
 "  -             standard input (either format, gzip or not)\n"
 "\n"
+"Options may come before, between or after the inputs; -- ends them (what\n"
+"follows is an input, even when it starts with a dash).\n"
+"\n"
 "Output (default): exactly what upstream's analysis prints, a header line\n"
 "and JSON, versions newest first (semantic versions, 8.2.0 > 8.2.0-alpha.1).\n"
 "\n"
 "Options:\n"
 "  --versions V1,V2,...  report these versions, in this order; a version with\n"
 "                        no reports prints \"N/A - No data available\"\n"
-"  --format json|text    text: a compact table per version, with the slope\n"
+"  --format json|text    text: a compact table per version, with the slope;\n"
+"                        it says when memory or uptime did not vary\n"
 "  --svg FILE            also write a chart: one panel per version and key,\n"
 "                        points, bucket means and the fitted trend line\n"
 "  --extended            add pValue, slopeMbPerHour and its 95% confidence\n"
@@ -58,13 +66,17 @@ static void usage(FILE *out)
 "  -v, --verbose         name every skipped line (FILE:LINE: reason)\n"
 "  -h, --help            this text\n"
 "\n"
-"Lines that cannot be used are skipped and counted on stderr. The exit\n"
-"status is 1 only when no input gave a single usable sample.\n"
+"Only what upstream's query selects counts: resourceMonitorReport events\n"
+"with appMode ODD; other lines are left out and counted on stderr. Lines\n"
+"that cannot be used (not JSON to JSON.parse, no uptime) are skipped and\n"
+"counted there too, -v names them. The exit status is 1 only when no input\n"
+"gave a single usable sample.\n"
 "\n"
 "Examples:\n"
 "  pmetrics analyze reports-*.jsonl.gz\n"
 "  pmetrics analyze --versions 8.2.0-alpha.2,8.2.0-alpha.1 export.jsonl\n"
 "  pmetrics analyze --format text --svg trends.svg export.jsonl\n"
+"  pmetrics analyze export.jsonl --svg trends.svg -- -odd-name.jsonl\n"
 "  pmetrics analyze /data/performance_metrics_data\n"
 "  pmetrics analyze --p-value upstream export.jsonl | diff - upstream.txt\n"
 "  pmetrics analyze --aggregate '^/usr/bin/node=node-processes' --drop '^sshd' x.jsonl\n"
@@ -83,11 +95,13 @@ struct cli {
 	struct analyze_rule agg[MAX_RULES + 8], drop[MAX_RULES + 8];
 	char *version_buf;
 	const char *versions[MAX_VERSIONS];
+	const char **inputs; /* in command-line order */
+	int n_inputs;
 };
 
 static int bad(const char *what, const char *fix)
 {
-	fprintf(stderr, "pmetrics: analyze: %s; %s\n", what, fix);
+	usage_error("analyze", "%s; %s", what, fix);
 	return -1;
 }
 
@@ -115,6 +129,15 @@ static int parse_versions(struct cli *c, const char *arg)
 	return 0;
 }
 
+static int is_utf8(const char *s)
+{
+	struct jsparse_buf repaired = { 0 };
+	int bad_bytes = utf8_repair(s, strlen(s), &repaired);
+
+	jsparse_buf_free(&repaired);
+	return !bad_bytes;
+}
+
 static int add_rule(struct cli *c, const char *arg, int aggregate)
 {
 	char err[300];
@@ -135,6 +158,10 @@ static int add_rule(struct cli *c, const char *arg, int aggregate)
 			return bad("--aggregate needs REGEX=KEY", "for example --aggregate '^node=node-processes'");
 		}
 		*eq = '\0';
+		if (!is_utf8(eq + 1)) {
+			free(pattern);
+			return bad("the KEY of --aggregate is not UTF-8 text", "write it in UTF-8, as the report is");
+		}
 		if (analyze_rule_compile(rule, pattern, eq + 1, err, sizeof(err))) {
 			free(pattern);
 			return bad(err, "write a POSIX extended regular expression");
@@ -188,7 +215,10 @@ static int build_rules(struct cli *c)
 enum { OPT_VERSIONS = 256, OPT_FORMAT, OPT_SVG, OPT_EXTENDED, OPT_PVALUE, OPT_AGGREGATE,
        OPT_DROP, OPT_NO_DEFAULTS, OPT_MIN_SAMPLES };
 
-/* Returns the index of the first input, -1 on error, 0 after --help. */
+/* Options may come anywhere among the inputs ("x.jsonl --svg o.svg"), as
+ * the examples write them, and "--" ends them: what follows is an input
+ * even when it starts with a dash. Returns 1 to run, 0 after --help, -1
+ * on error. */
 static int parse_args(struct cli *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -207,9 +237,16 @@ static int parse_args(struct cli *c, int argc, char **argv)
 	};
 	int opt, rc = 0;
 
+	c->inputs = calloc((size_t)argc, sizeof(*c->inputs));
+	if (!c->inputs)
+		return bad("out of memory", "try again");
 	optind = 0; /* full re-initialisation: main may have used getopt */
-	while (rc == 0 && (opt = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+	opterr = 0;
+	/* A leading "-": every non-option comes back in order as option 1,
+	 * whatever POSIXLY_CORRECT says. */
+	while (rc == 0 && (opt = getopt_long(argc, argv, "-vh", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 1: c->inputs[c->n_inputs++] = optarg; break;
 		case OPT_VERSIONS: rc = parse_versions(c, optarg); break;
 		case OPT_FORMAT:
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
@@ -229,21 +266,22 @@ static int parse_args(struct cli *c, int argc, char **argv)
 		case OPT_MIN_SAMPLES: rc = parse_min_samples(c, optarg); break;
 		case 'v': c->cfg.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default:
-			fprintf(stderr, "pmetrics: analyze: see 'pmetrics analyze --help' for the options\n");
+		default: /* getopt's own message is off: one line, ours */
+			usage_error("analyze", "bad option '%s': unknown, or its value is missing",
+				    argv[optind - 1]);
 			return -1;
 		}
 	}
 	if (rc)
 		return -1;
-	if (optind >= argc) {
-		bad("no input given", "name export files, a capture directory or - for stdin");
-		return -1;
-	}
-	return build_rules(c) ? -1 : optind;
+	while (optind < argc) /* after "--" */
+		c->inputs[c->n_inputs++] = argv[optind++];
+	if (c->n_inputs == 0)
+		return bad("no input given", "name export files, a capture directory or - for stdin");
+	return build_rules(c) ? -1 : 1;
 }
 
-static int run(struct cli *c, int argc, char **argv, int first)
+static int run(struct cli *c)
 {
 	struct version_result *results = NULL;
 	struct analysis *a;
@@ -251,11 +289,11 @@ static int run(struct cli *c, int argc, char **argv, int first)
 
 	c->cfg.points_per_key = c->svg ? SVG_POINTS_PER_KEY : 0;
 	a = analysis_new(&c->cfg);
-	for (i = first; i < argc; i++)
-		analyze_read_input(a, argv[i]);
+	for (i = 0; i < c->n_inputs; i++)
+		analyze_read_input(a, c->inputs[i]);
 	analysis_print_skips(a, stderr);
 	if (a->samples == 0) {
-		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events or a memory series (-v names skipped lines)\n");
+		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events with appMode ODD, or a memory series (-v names skipped lines)\n");
 		analysis_free(a);
 		return 1;
 	}
@@ -293,23 +331,24 @@ static void cli_free(struct cli *c)
 		free((char *)c->user_drop[i].pattern);
 	}
 	free(c->version_buf);
+	free(c->inputs);
 }
 
 int analyze_main(int argc, char **argv)
 {
 	struct cli c;
-	int first, rc;
+	int rc;
 
 	memset(&c, 0, sizeof(c));
 	c.cfg.min_samples = 30;
 	c.ropts.min_samples = 30;
 	c.ropts.p_method = P_EXACT;
-	first = parse_args(&c, argc, argv);
-	if (first <= 0) {
+	rc = parse_args(&c, argc, argv);
+	if (rc <= 0) {
 		cli_free(&c);
-		return first == 0 ? 0 : 2;
+		return rc == 0 ? 0 : 2;
 	}
-	rc = run(&c, argc, argv, first);
+	rc = run(&c);
 	cli_free(&c);
 	return rc;
 }

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* SVG chart of memory vs uptime: one panel per version and key, with a
  * sample of the points, the bucket means and the fitted trend line. */
-#include "analyze_report.h"
+#include "report.h"
 
 #include <errno.h>
 #include <math.h>

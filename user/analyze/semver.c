@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* Semantic version precedence (semver.org 2.0, section 11). */
-#include "analyze_version.h"
+#include "semver.h"
 
 #include <string.h>
 

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: MIT
 /* Versions, keys and their accumulators for pmetrics analyze. */
-#include "analyze_model.h"
+#include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze_version.h"
+#include "semver.h"
 
 const struct uptime_bucket analyze_buckets[ANALYZE_BUCKETS] = {
 	{ 0, 20, "0-20hrs" },       { 20, 40, "20-40hrs" },
@@ -17,8 +18,16 @@ const char *const skip_reason_text[SKIP_REASONS] = {
 	[SKIP_MALFORMED] = "malformed (not parseable)",
 	[SKIP_NOT_REPORT] = "not a resource monitor report",
 	[SKIP_NO_VERSION] = "no appVersion string",
-	[SKIP_BAD_UPTIME] = "uptime missing or not a finite number",
+	[SKIP_BAD_UPTIME] = "uptime missing or not a number",
+	[SKIP_INFINITE_UPTIME] = "uptime infinite (upstream's calculate-correlation throws on it)",
 	[SKIP_TOO_LONG] = "line too long",
+};
+
+const char *const left_out_text[LEFT_OUT_REASONS] = {
+	[LEFT_OTHER_EVENT] = "other events (not resourceMonitorReport)",
+	[LEFT_NO_MODE] = "without appMode",
+	[LEFT_OTHER_MODE] = "appMode not ODD",
+	[LEFT_OTHER_VERSION] = "of versions not asked for with --versions",
 };
 
 /* The name cache stops growing here so a file of unique names cannot
@@ -161,7 +170,7 @@ static void oom(void)
 	exit(2);
 }
 
-static void *xrealloc(void *p, size_t n)
+void *analyze_xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
@@ -171,7 +180,7 @@ static void *xrealloc(void *p, size_t n)
 
 static char *xstrndup(const char *s, size_t len)
 {
-	char *d = xrealloc(NULL, len + 1);
+	char *d = analyze_xrealloc(NULL, len + 1);
 
 	memcpy(d, s, len);
 	d[len] = '\0';
@@ -184,7 +193,7 @@ static size_t add_version(struct analysis *a, const char *name, size_t len)
 
 	if (a->n_versions == a->cap_versions) {
 		a->cap_versions = a->cap_versions ? a->cap_versions * 2 : 8;
-		a->versions = xrealloc(a->versions, a->cap_versions * sizeof(*a->versions));
+		a->versions = analyze_xrealloc(a->versions, a->cap_versions * sizeof(*a->versions));
 	}
 	v = &a->versions[a->n_versions];
 	memset(v, 0, sizeof(*v));
@@ -279,8 +288,8 @@ static long intern_key(struct analysis *a, const char *name, size_t len)
 		return e->value;
 	if (a->n_key_names == a->cap_key_names) {
 		a->cap_key_names = a->cap_key_names ? a->cap_key_names * 2 : 64;
-		a->key_names = xrealloc(a->key_names, a->cap_key_names * sizeof(char *));
-		a->key_lens = xrealloc(a->key_lens, a->cap_key_names * sizeof(size_t));
+		a->key_names = analyze_xrealloc(a->key_names, a->cap_key_names * sizeof(char *));
+		a->key_lens = analyze_xrealloc(a->key_lens, a->cap_key_names * sizeof(size_t));
 	}
 	a->key_names[a->n_key_names] = xstrndup(name, len);
 	a->key_lens[a->n_key_names] = len;
@@ -289,10 +298,18 @@ static long intern_key(struct analysis *a, const char *name, size_t len)
 	return (long)a->n_key_names++;
 }
 
+/* A typed name is interned behind this byte, which no other key holds:
+ * the readers hand on UTF-8 (or WTF-8) only, and --aggregate keys must be
+ * UTF-8. */
+#define TYPED_TAG '\xff'
+
 const char *analysis_key_name(const struct analysis *a, uint32_t key_id, size_t *len)
 {
-	*len = a->key_lens[key_id];
-	return a->key_names[key_id];
+	const char *name = a->key_names[key_id];
+	int typed = a->key_lens[key_id] > 0 && name[0] == TYPED_TAG;
+
+	*len = a->key_lens[key_id] - (size_t)typed;
+	return name + typed;
 }
 
 static int rule_matches(const struct analyze_rule *r, const char *name, size_t len)
@@ -305,31 +322,50 @@ static int rule_matches(const struct analyze_rule *r, const char *name, size_t l
 	return regexec(&r->re, name, 1, m, REG_STARTEND) == 0;
 }
 
-static long resolve_uncached(struct analysis *a, const char *name, size_t len)
+/* The rules look at TEXT; the key, unless aggregated, is KEY. */
+static long resolve_uncached(struct analysis *a, const char *text, size_t len,
+			     const char *key, size_t key_len)
 {
 	const struct analyze_config *c = a->cfg;
 	int i;
 
 	for (i = 0; i < c->n_drop; i++)
-		if (rule_matches(&c->drop[i], name, len))
+		if (rule_matches(&c->drop[i], text, len))
 			return -1;
 	for (i = 0; i < c->n_aggregate; i++)
-		if (rule_matches(&c->aggregate[i], name, len))
+		if (rule_matches(&c->aggregate[i], text, len))
 			return intern_key(a, c->aggregate[i].key, strlen(c->aggregate[i].key));
-	return intern_key(a, name, len);
+	return intern_key(a, key, key_len);
 }
 
-long analysis_resolve_name(struct analysis *a, const char *name, size_t len)
+static long resolve(struct analysis *a, const char *text, size_t len, const char *key,
+		    size_t key_len)
 {
-	struct strmap_entry *e = strmap_find(a->name_cache, name, len);
+	struct strmap_entry *e = strmap_find(a->name_cache, key, key_len);
 	long id;
 
 	if (e)
 		return e->value;
-	id = resolve_uncached(a, name, len);
-	if (a->name_cache->used < NAME_CACHE_MAX && strmap_put(a->name_cache, name, len, id))
+	id = resolve_uncached(a, text, len, key, key_len);
+	if (a->name_cache->used < NAME_CACHE_MAX && strmap_put(a->name_cache, key, key_len, id))
 		oom();
 	return id;
+}
+
+long analysis_resolve_name(struct analysis *a, const char *name, size_t len)
+{
+	return resolve(a, name, len, name, len);
+}
+
+long analysis_resolve_typed_name(struct analysis *a, const char *text, size_t len)
+{
+	char key[64];
+
+	if (len + 1 > sizeof(key))
+		len = sizeof(key) - 1; /* String() of a number is at most 25 bytes */
+	key[0] = TYPED_TAG;
+	memcpy(key + 1, text, len);
+	return resolve(a, text, len, key, len + 1);
 }
 
 static uint64_t next_random(struct analysis *a)
@@ -353,7 +389,7 @@ static void keep_point(struct analysis *a, struct key_stats *k, double x, double
 	if (!cap)
 		return;
 	if (!k->points)
-		k->points = xrealloc(NULL, cap * sizeof(*k->points));
+		k->points = analyze_xrealloc(NULL, cap * sizeof(*k->points));
 	if (k->n_points < cap) {
 		slot = k->n_points++;
 	} else {
@@ -398,7 +434,7 @@ static struct key_stats *version_key(struct version_stats *v, uint32_t key_id)
 
 		while (n <= key_id)
 			n *= 2;
-		v->slot_of_key = xrealloc(v->slot_of_key, n * sizeof(int32_t));
+		v->slot_of_key = analyze_xrealloc(v->slot_of_key, n * sizeof(int32_t));
 		for (i = v->n_slots; i < n; i++)
 			v->slot_of_key[i] = -1;
 		v->n_slots = n;
@@ -407,7 +443,7 @@ static struct key_stats *version_key(struct version_stats *v, uint32_t key_id)
 		return &v->keys[v->slot_of_key[key_id]];
 	if (v->n_keys == v->cap_keys) {
 		v->cap_keys = v->cap_keys ? v->cap_keys * 2 : 16;
-		v->keys = xrealloc(v->keys, v->cap_keys * sizeof(*v->keys));
+		v->keys = analyze_xrealloc(v->keys, v->cap_keys * sizeof(*v->keys));
 	}
 	k = &v->keys[v->n_keys];
 	memset(k, 0, sizeof(*k));
@@ -429,13 +465,30 @@ void analysis_add_system(struct analysis *a, size_t version, double uptime_hrs,
 	add_sample(a, &a->versions[version].system, uptime_hrs, avail_mb);
 }
 
-void analysis_skip(struct analysis *a, const char *source, uint64_t line,
-		   enum skip_reason why)
+void analysis_skip_because(struct analysis *a, const char *source, uint64_t line,
+			   enum skip_reason why, const char *what)
 {
 	a->skipped[why]++;
 	if (a->cfg->verbose)
-		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped: %s\n", source,
-			(unsigned long long)line, skip_reason_text[why]);
+		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped: %s%s%s%s\n", source,
+			(unsigned long long)line, skip_reason_text[why], what ? " (" : "",
+			what ? what : "", what ? ")" : "");
+}
+
+void analysis_skip(struct analysis *a, const char *source, uint64_t line,
+		   enum skip_reason why)
+{
+	analysis_skip_because(a, source, line, why, NULL);
+}
+
+void analysis_skip_infinite(struct analysis *a, const char *source, uint64_t line,
+			    const char *field, const char *what)
+{
+	a->values_skipped++;
+	a->values_infinite++;
+	if (a->cfg->verbose)
+		fprintf(stderr, "pmetrics: analyze: %s:%llu: skipped value: %s %s is infinite; the rest of the line is used\n",
+			source, (unsigned long long)line, field, what);
 }
 
 static int cmp_versions(const void *pa, const void *pb)
@@ -450,6 +503,28 @@ void analysis_order_versions(struct analysis *a)
 	if (!a->cfg->versions && a->n_versions > 1)
 		qsort(a->versions, a->n_versions, sizeof(*a->versions), cmp_versions);
 	a->last_version = 0;
+}
+
+/* One line: the well-formed lines upstream's query would not return. */
+static void print_left_out(const struct analysis *a, FILE *out)
+{
+	const char *sep = ":";
+	uint64_t total = 0;
+	int i;
+
+	for (i = 0; i < LEFT_OUT_REASONS; i++)
+		total += a->left_out[i];
+	if (!total)
+		return;
+	fprintf(out, "pmetrics: analyze: left out %llu lines that upstream's query does not select",
+		(unsigned long long)total);
+	for (i = 0; i < LEFT_OUT_REASONS; i++) {
+		if (!a->left_out[i])
+			continue;
+		fprintf(out, "%s %llu %s", sep, (unsigned long long)a->left_out[i], left_out_text[i]);
+		sep = ";";
+	}
+	fputc('\n', out);
 }
 
 void analysis_print_skips(const struct analysis *a, FILE *out)
@@ -468,15 +543,13 @@ void analysis_print_skips(const struct analysis *a, FILE *out)
 					skip_reason_text[i]);
 		fprintf(out, "%s\n", a->cfg->verbose ? "" : " -v names each line");
 	}
-	if (a->values_skipped)
+	if (a->values_skipped && !a->values_infinite)
 		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers (the rest of their lines was used)\n",
 			(unsigned long long)a->values_skipped);
-	if (a->other_event)
-		fprintf(out, "pmetrics: analyze: ignored %llu lines of other events\n",
-			(unsigned long long)a->other_event);
-	if (a->other_version)
-		fprintf(out, "pmetrics: analyze: ignored %llu reports of versions not asked for with --versions\n",
-			(unsigned long long)a->other_version);
+	if (a->values_infinite) /* upstream would add these, then throw */
+		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers, %llu of them infinite (the rest of their lines was used)\n",
+			(unsigned long long)a->values_skipped, (unsigned long long)a->values_infinite);
+	print_left_out(a, out);
 }
 
 /* ---- rules --------------------------------------------------------------- */

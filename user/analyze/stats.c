@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* Statistics and JavaScript-compatible number handling for analyze. */
-#include "analyze_stats.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -183,6 +184,39 @@ double p_value_upstream(double r, uint64_t n)
 	return 0.5 * pow(x, df / 2.0);
 }
 
+/* calculate-correlation adds up left to right from 0: the sum of N
+ * copies of C, rounded at each step as it rounds. */
+static double js_sum_of_copies(double c, uint64_t n)
+{
+	double sum = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		sum += c;
+	return sum;
+}
+
+double js_correlation_of_constant(uint64_t n, int x_const, double cx, int y_const, double cy)
+{
+	double dx = x_const ? cx - js_sum_of_copies(cx, n) / (double)n : NAN;
+	double dy = y_const ? cy - js_sum_of_copies(cy, n) / (double)n : NAN;
+	double sd_x, sd_y;
+
+	if ((x_const && dx == 0) || (y_const && dy == 0))
+		return NAN; /* every product is 0 and so is a deviation: 0/0 */
+	if (!x_const || !y_const)
+		/* The constant's deviation d is its mean's rounding error, the
+		 * same for every sample, so the sum of products is d times the
+		 * sum of the other series' deviations, itself rounding error:
+		 * r is of order 1e-15, 0 once rounded to 4 decimals. */
+		return 0;
+	/* One point repeated, its mean off by rounding in both: every
+	 * product and deviation is the same, r comes out at +-1. */
+	sd_x = sqrt(js_sum_of_copies(dx * dx, n) / (double)(n - 1));
+	sd_y = sqrt(js_sum_of_copies(dy * dy, n) / (double)(n - 1));
+	return js_sum_of_copies(dx * dy, n) / (sd_x * sd_y) / (double)(n - 1);
+}
+
 double js_math_round(double x)
 {
 	double f;
@@ -221,6 +255,68 @@ static void js_exponential_string(double x, char *buf, size_t size)
 		if (strtod(buf, NULL) == x)
 			break;
 	}
+}
+
+static size_t put_zeros(char *out, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		out[i] = '0';
+	return n > 0 ? (size_t)n : 0;
+}
+
+void js_number_to_string(double x, char *buf, size_t size)
+{
+	char digits[32], e_str[40], out[48];
+	const char *p;
+	size_t m = 0;
+	int k = 0, n, prec;
+
+	if (isnan(x) || isinf(x) || x == 0) {
+		snprintf(buf, size, "%s", isnan(x) ? "NaN" : x == 0 ? "0" : x < 0 ? "-Infinity" : "Infinity");
+		return;
+	}
+	/* the shortest digits that read back as x, and its decimal exponent */
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(e_str, sizeof(e_str), "%.*e", prec, fabs(x));
+		if (strtod(e_str, NULL) == fabs(x))
+			break;
+	}
+	for (p = e_str; *p != 'e'; p++)
+		if (*p != '.')
+			digits[k++] = *p;
+	while (k > 1 && digits[k - 1] == '0')
+		k--;
+	n = atoi(p + 1) + 1; /* |x| = 0.DIGITS * 10^n */
+	if (x < 0)
+		out[m++] = '-';
+	if (k <= n && n <= 21) {         /* 120 */
+		memcpy(out + m, digits, (size_t)k);
+		m += (size_t)k;
+		m += put_zeros(out + m, n - k);
+	} else if (0 < n && n <= 21) {   /* 1.5 */
+		memcpy(out + m, digits, (size_t)n);
+		m += (size_t)n;
+		out[m++] = '.';
+		memcpy(out + m, digits + n, (size_t)(k - n));
+		m += (size_t)(k - n);
+	} else if (-6 < n && n <= 0) {   /* 0.0015 */
+		out[m++] = '0';
+		out[m++] = '.';
+		m += put_zeros(out + m, -n);
+		memcpy(out + m, digits, (size_t)k);
+		m += (size_t)k;
+	} else {                         /* 1.5e+300, 1e-7 */
+		out[m++] = digits[0];
+		if (k > 1)
+			out[m++] = '.';
+		memcpy(out + m, digits + 1, (size_t)(k - 1));
+		m += (size_t)(k - 1);
+		m += (size_t)snprintf(out + m, sizeof(out) - m, "e%c%d", n - 1 >= 0 ? '+' : '-', abs(n - 1));
+	}
+	out[m] = '\0';
+	snprintf(buf, size, "%s", out);
 }
 
 void js_to_fixed(double x, int digits, char *buf, size_t size)
@@ -264,24 +360,37 @@ void js_to_fixed(double x, int digits, char *buf, size_t size)
 	snprintf(buf, size, "%s%s", negative ? "-" : "", exact);
 }
 
-static size_t skip_js_space(const char *s, size_t len)
+/* Length of the white space character at S (UTF-8), 0 when there is none.
+ * JavaScript's set: TAB, LF, VT, FF, CR, space, U+00A0, U+1680,
+ * U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 and U+FEFF; not
+ * U+180E (no longer a space since Unicode 6.3) nor U+200B. */
+static size_t js_space_char(const unsigned char *s, size_t len)
 {
-	size_t i = 0;
+	if (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))
+		return 1;
+	if (s[0] == 0xc2)
+		return len >= 2 && s[1] == 0xa0 ? 2 : 0;
+	if (len < 3)
+		return 0;
+	if (s[0] == 0xe1)
+		return s[1] == 0x9a && s[2] == 0x80 ? 3 : 0;
+	if (s[0] == 0xe2 && s[1] == 0x80)
+		return (s[2] >= 0x80 && s[2] <= 0x8a) || s[2] == 0xa8 || s[2] == 0xa9 || s[2] == 0xaf ? 3 : 0;
+	if (s[0] == 0xe2)
+		return s[1] == 0x81 && s[2] == 0x9f ? 3 : 0;
+	if (s[0] == 0xe3)
+		return s[1] == 0x80 && s[2] == 0x80 ? 3 : 0;
+	if (s[0] == 0xef)
+		return s[1] == 0xbb && s[2] == 0xbf ? 3 : 0;
+	return 0;
+}
 
-	while (i < len) {
-		unsigned char c = (unsigned char)s[i];
+size_t js_space_len(const char *s, size_t len)
+{
+	size_t i = 0, n;
 
-		if (c == ' ' || (c >= '\t' && c <= '\r')) {
-			i++;
-		} else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] == 0xa0) {
-			i += 2; /* U+00A0 */
-		} else if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb &&
-			   (unsigned char)s[i + 2] == 0xbf) {
-			i += 3; /* U+FEFF */
-		} else {
-			break;
-		}
-	}
+	while (i < len && (n = js_space_char((const unsigned char *)s + i, len - i)) != 0)
+		i += n;
 	return i;
 }
 
@@ -324,7 +433,9 @@ static double exact_short_decimal(const char *s, size_t len)
 
 double js_parse_float(const char *s, size_t len)
 {
-	size_t start = skip_js_space(s, len), i = start, int_end, frac_end;
+	/* most values start with their digit: no space to look for */
+	size_t start = len && (unsigned char)s[0] > ' ' && (unsigned char)s[0] < 0x80 ? 0 : js_space_len(s, len);
+	size_t i = start, int_end, frac_end;
 	char small[128], *copy;
 	double v;
 	int negative = 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The accumulated state of pmetrics analyze: versions, the keys inside
  * each version, and per key a streaming trend accumulator plus the uptime
  * buckets. Memory grows with versions x keys x buckets (and a bounded
@@ -10,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "analyze_stats.h"
+#include "stats.h"
 
 #define ANALYZE_BUCKETS 7
 #define ANALYZE_SYSTEM_KEY "odd-available-memory"
@@ -45,11 +46,23 @@ enum skip_reason {
 	SKIP_MALFORMED,     /* not parseable JSON / CSV */
 	SKIP_NOT_REPORT,    /* JSON, but not a resourceMonitorReport object */
 	SKIP_NO_VERSION,    /* no appVersion string */
-	SKIP_BAD_UPTIME,    /* uptime missing, not a number, NaN or inf */
+	SKIP_BAD_UPTIME,    /* uptime missing or not a number (NaN) */
+	SKIP_INFINITE_UPTIME, /* uptime +-Infinity to parseFloat */
 	SKIP_TOO_LONG,      /* longer than the line limit */
 	SKIP_REASONS
 };
 extern const char *const skip_reason_text[SKIP_REASONS];
+
+/* Why a well-formed line is not one that upstream's Mixpanel query
+ * selects: counted, not an error. */
+enum left_out_reason {
+	LEFT_OTHER_EVENT,   /* event missing or not resourceMonitorReport */
+	LEFT_NO_MODE,       /* no appMode */
+	LEFT_OTHER_MODE,    /* appMode other than "ODD" */
+	LEFT_OTHER_VERSION, /* a version --versions does not name */
+	LEFT_OUT_REASONS
+};
+extern const char *const left_out_text[LEFT_OUT_REASONS];
 
 struct point_sample {
 	float x, y;
@@ -91,8 +104,8 @@ struct analysis {
 	size_t n_key_names, cap_key_names;
 	uint64_t rng;
 	/* Counts for the closing summary. */
-	uint64_t lines, records_used, skipped[SKIP_REASONS];
-	uint64_t other_version, other_event, values_skipped, processes_dropped;
+	uint64_t lines, records_used, skipped[SKIP_REASONS], left_out[LEFT_OUT_REASONS];
+	uint64_t values_skipped, values_infinite, processes_dropped;
 	uint64_t samples;
 	int input_errors;             /* unreadable or truncated inputs */
 };
@@ -106,6 +119,11 @@ long analysis_version(struct analysis *a, const char *name, size_t len);
 /* Key id for a process name after the drop and aggregate rules; -1 when
  * the name is dropped. */
 long analysis_resolve_name(struct analysis *a, const char *name, size_t len);
+/* The same for a name that was not a string but a JSON number, null,
+ * true, false or no name at all, given as TEXT, JavaScript's String() of
+ * it: the rules see TEXT, but unless one aggregates it, it is a key apart
+ * from the string TEXT (upstream's Map tells 5 from "5"). */
+long analysis_resolve_typed_name(struct analysis *a, const char *text, size_t len);
 void analysis_add_process(struct analysis *a, size_t version, long key_id,
 			  double uptime_hrs, double mem_mb);
 void analysis_add_system(struct analysis *a, size_t version, double uptime_hrs,
@@ -113,12 +131,23 @@ void analysis_add_system(struct analysis *a, size_t version, double uptime_hrs,
 /* Counts (and with -v prints) a skipped line of SOURCE. */
 void analysis_skip(struct analysis *a, const char *source, uint64_t line,
 		   enum skip_reason why);
+/* The same with the offending value, WHAT, for -v. */
+void analysis_skip_because(struct analysis *a, const char *source, uint64_t line,
+			   enum skip_reason why, const char *what);
+/* Counts (and with -v names) an infinite value of FIELD that was left
+ * out of its series; the rest of its line is used. */
+void analysis_skip_infinite(struct analysis *a, const char *source, uint64_t line,
+			    const char *field, const char *what);
 const char *analysis_key_name(const struct analysis *a, uint32_t key_id,
 			      size_t *len);
 /* Sorts the versions newest first unless --versions fixed the order. */
 void analysis_order_versions(struct analysis *a);
 /* One line per kind of skip on OUT; nothing when nothing was skipped. */
 void analysis_print_skips(const struct analysis *a, FILE *out);
+
+/* realloc that exits with one line when memory runs out: analyze keeps
+ * little state, so running out means there is nothing sensible to do. */
+void *analyze_xrealloc(void *p, size_t n);
 
 /* Default rules of upstream (formats.md s.3). */
 int analyze_default_rules(struct analyze_rule **aggregate, int *n_aggregate,

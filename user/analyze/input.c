@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* Opens analyze's inputs (files, gzip or not, stdin, capture directories)
  * and pushes their bytes into the matching reader. */
-#include "analyze_readers.h"
+#include "readers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,8 +31,8 @@ static enum input_kind sniff(const char *buf, size_t len, size_t *skip)
 	if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
 		i = 3; /* a UTF-8 byte order mark */
 	*skip = i;
-	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
-		i++;
+	/* blank lines first, as trim() sees them, are no clue */
+	i += js_space_len(buf + i, len - i);
 	if (i == len)
 		return KIND_UNKNOWN;
 	return buf[i] == '{' ? KIND_JSONL : KIND_SERIES;

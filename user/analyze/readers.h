@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Input readers of pmetrics analyze. Both are push parsers: feed them
  * bytes in chunks of any size, then call *_finish, so a file, a gzip
  * stream, stdin and a fuzzer's buffer all go through the same code. */
@@ -7,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyze_model.h"
+#include "event.h"
+#include "jsparse.h"
+#include "model.h"
 
 /* Longest line (JSON) or record (CSV) accepted; longer ones are skipped
  * and counted, so one runaway line cannot exhaust memory. */
@@ -25,10 +28,13 @@ struct jsonl_reader {
 	const char *source;
 	struct json_tokener *tok;
 	struct jsonl_simd *simd; /* NULL: json-c only */
+	struct raw_event event;  /* the current line's fields, for event_take */
+	struct jsparse_buf fixed; /* the line json-c reads, when rewritten */
 	char *line;            /* a line split across chunks */
 	size_t len, cap;
 	int too_long;
 	uint64_t lineno;
+	uint64_t fast_lines;   /* lines simdjson parsed (the rest went to json-c) */
 };
 
 int jsonl_reader_init(struct jsonl_reader *r, struct analysis *a, const char *source);
@@ -40,9 +46,10 @@ void jsonl_process_line(struct jsonl_reader *r, const char *line, size_t len);
 /* Drops the simdjson fast path: every line through json-c (tests, fuzzing). */
 void jsonl_reader_json_c_only(struct jsonl_reader *r);
 
-/* simdjson fast path (analyze_jsonl_simd.cpp, built when libsimdjson-dev
- * is installed: PM_HAVE_SIMDJSON). jsonl_simd_line returns 0 when it used
- * the line, -1 when simdjson refused it and json-c must decide. */
+/* simdjson fast path (jsonl_simdjson.cpp, built when libsimdjson-dev is
+ * installed: PM_HAVE_SIMDJSON). jsonl_simd_line returns 0 when it parsed
+ * the line and handed its fields to event_take, -1 when simdjson refused
+ * it and json-c must decide. */
 struct jsonl_simd *jsonl_simd_new(void);
 void jsonl_simd_free(struct jsonl_simd *s);
 int jsonl_simd_line(struct jsonl_simd *s, struct jsonl_reader *r, const char *line, size_t len);
@@ -67,6 +74,7 @@ struct series_reader {
 	uint64_t line, rec_line;
 	double last_uptime;
 	int have_uptime;
+	struct jsparse_buf fixed; /* a command with invalid UTF-8, repaired */
 };
 
 int series_reader_init(struct series_reader *r, struct analysis *a, const char *source);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Results of pmetrics analyze and their three renderings: upstream's JSON
  * (byte for byte), a compact text table, and an SVG chart. */
 #ifndef PMETRICS_ANALYZE_REPORT_H
@@ -5,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "analyze_model.h"
+#include "model.h"
 
 enum p_method { P_EXACT, P_UPSTREAM };
 
@@ -16,6 +17,7 @@ struct key_result {
 	uint64_t n;
 	int enough;           /* n >= min samples */
 	double r_raw;         /* NaN when undefined (no spread) */
+	const char *constant; /* "memory", "uptime" or both when they did not vary */
 	double r;             /* as upstream reports it: rounded to 4 decimals */
 	double p_exact, p_upstream, p;
 	int significant;
@@ -55,8 +57,9 @@ int report_write_svg(const char *path, const struct version_result *r, size_t n,
  * tail of r = 0.99 on thousands of samples is below the smallest double). */
 void report_format_p(double p, char *buf, size_t size);
 
-/* JSON string as JSON.stringify writes it; invalid UTF-8 becomes U+FFFD
- * the way Node's decoder replaces it. */
+/* JSON string as JSON.stringify writes it; a surrogate in WTF-8 (ED A0 80)
+ * is written \ud800, and other invalid UTF-8 becomes U+FFFD the way
+ * Node's decoder replaces it (the readers have repaired it already). */
 void json_write_string(FILE *out, const char *s, size_t len);
 
 #endif
