@@ -96,7 +96,9 @@ void record_usage(FILE *out)
 "                           activity (robot_activity_data, quoted, CRLF)\n"
 "      --ringbuf-size MB    kernel-to-loader buffer, native and py: spans each\n"
 "                           (default %d, power of 2)\n"
-"      --btf FILE           kernel BTF to use when the kernel has none\n"
+"      --btf FILE           this kernel's BTF, for a kernel built without it\n"
+"                           (spans work without; their resource context\n"
+"                           needs it)\n"
 "  -v, --verbose            libbpf's log, attach details and timings\n"
 "  -h, --help               this text\n"
 "\n"
@@ -127,7 +129,8 @@ void record_usage(FILE *out)
 "\n"
 "On exit a summary goes to stderr: per state the count and min/mean/max\n"
 "duration, spans lost, and calls still open that gave no row. Needs root\n"
-"(CAP_BPF and CAP_PERFMON) and a kernel with BTF.\n",
+"(CAP_BPF and CAP_PERFMON) and a kernel with BPF on uprobes; `pmetrics\n"
+"check` says what this kernel allows, and record runs the same check first.\n",
 		DEFAULT_RINGBUF_MB);
 }
 
