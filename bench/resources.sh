@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Cost of resource sampling, as ratios measured in this run (no timing is
 # asserted; the machine is shared and noisy):
-# 1. per poll: `pmetrics record --resources` (BPF task iterator) against
-#    bench/psutil_tracker.py (the psutil tracker as seed 002 describes it),
-#    side by side on the same process set with the same filter and a 1 s
-#    interval: CPU time inside the polls after the first (the first one
+# 1. per poll: `pmetrics record --resources` (BPF task iterator), the same
+#    reading /proc (its fallback on kernels without BPF tracing or BTF,
+#    forced here by PMETRICS_TEST_NO_BTF=1) and bench/psutil_tracker.py
+#    (the psutil tracker as seed 002 describes it), side by side on the
+#    same process set with the same filter and a 1 s interval: CPU time inside the polls after the first (the first one
 #    reads every process's command line, both trackers), whole-process CPU per
 #    poll after the first poll (steady state: the loop's wake-ups and
 #    the kernel's side included), resident memory then, and peak RSS
@@ -38,42 +39,47 @@ wait_rows() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.05; done;
 # processes among many.
 for i in $(seq 1 60); do sleep "86400.$i" & pids+=($!); done
 
-# side_by_side NAME GLOB: both trackers at once, POLLS polls.
+# side_by_side NAME GLOB: the three trackers at once, POLLS polls: pmetrics
+# with BPF (pm), pmetrics reading /proc (pp), psutil (py).
 side_by_side() {
-	local name=$1 glob=$2 pm py_pid pm_cpu py_cpu pm_hwm py_hwm pm_poll py_poll
-	mkdir -p "$out/$name/pm" "$out/$name/py"
+	local name=$1 glob=$2 t
+	local -A pid cpu0 cpu hwm rss poll npolls rows
+	mkdir -p "$out/$name/pm" "$out/$name/pp" "$out/$name/py"
 	./pmetrics record --resources --interval 1 --process-filter "$glob" -o "$out/$name/pm" \
-		2>"$out/$name/pm.err" & pm=$!
-	"$py" bench/psutil_tracker.py "$out/$name/py" 1 "$glob" 2>"$out/$name/py.err" & py_pid=$!
-	wait_rows "$out/$name/pm/system_resource_data"; wait_rows "$out/$name/py/system_resource_data"
-	sleep 0.5 # both in the middle of their first interval
-	local pm_cpu0 py_cpu0 pm_rss py_rss
-	pm_cpu0=$(cpu_s $pm); py_cpu0=$(cpu_s $py_pid)
+		2>"$out/$name/pm.err" & pid[pm]=$!
+	PMETRICS_TEST_NO_BTF=1 ./pmetrics record --resources --interval 1 --process-filter "$glob" \
+		-o "$out/$name/pp" 2>"$out/$name/pp.err" & pid[pp]=$!
+	"$py" bench/psutil_tracker.py "$out/$name/py" 1 "$glob" 2>"$out/$name/py.err" & pid[py]=$!
+	for t in pm pp py; do wait_rows "$out/$name/$t/system_resource_data"; done
+	sleep 0.5 # all in the middle of their first interval
+	for t in pm pp py; do cpu0[$t]=$(cpu_s ${pid[$t]}); done
 	sleep $((polls - 1))
-	pm_cpu=$(cpu_s $pm); py_cpu=$(cpu_s $py_pid); pm_hwm=$(hwm_kb $pm); py_hwm=$(hwm_kb $py_pid)
-	pm_rss=$(rss_kb $pm); py_rss=$(rss_kb $py_pid)
-	kill -TERM $pm $py_pid; wait $pm $py_pid
-	pm_poll=$(sed -n 's/.* \([0-9.]*\) ms CPU per poll after the first.*/\1/p' "$out/$name/pm.err")
-	py_poll=$(sed -n 's/.* \([0-9.]*\) ms CPU per poll after the first.*/\1/p' "$out/$name/py.err")
-	local pm_polls py_polls pm_rows py_rows
-	pm_polls=$(sed -n 's/^resources: \([0-9]*\) polls.*/\1/p' "$out/$name/pm.err")
-	py_polls=$(sed -n 's/^psutil: \([0-9]*\) polls.*/\1/p' "$out/$name/py.err")
-	pm_rows=$(wc -l <"$out/$name/pm/system_resource_data"); py_rows=$(wc -l <"$out/$name/py/system_resource_data")
-	echo "filter '$glob': pmetrics $pm_polls polls / $pm_rows rows, psutil $py_polls polls / $py_rows rows"
-	printf '  CPU per poll, inside polls 2..N      pmetrics %7.2f ms   psutil %7.2f ms   psutil/pmetrics %sx\n' \
-		"$pm_poll" "$py_poll" "$(ratio "$py_poll" "$pm_poll")"
-	local pm_whole py_whole
-	pm_whole=$(awk -v a="$pm_cpu0" -v c="$pm_cpu" -v n="$polls" 'BEGIN { print (c - a) / (n - 1) * 1e3 }')
-	py_whole=$(awk -v a="$py_cpu0" -v c="$py_cpu" -v n="$polls" 'BEGIN { print (c - a) / (n - 1) * 1e3 }')
-	printf '  CPU per poll, steady, whole process  pmetrics %7.2f ms   psutil %7.2f ms   psutil/pmetrics %sx\n' \
-		"$pm_whole" "$py_whole" "$(ratio "$py_whole" "$pm_whole")"
-	printf '  resident memory, steady              pmetrics %7d KiB  psutil %7d KiB  psutil/pmetrics %sx\n' \
-		"$pm_rss" "$py_rss" "$(ratio "$py_rss" "$pm_rss")"
-	printf '  peak RSS                             pmetrics %7d KiB  psutil %7d KiB  psutil/pmetrics %sx\n' \
-		"$pm_hwm" "$py_hwm" "$(ratio "$py_hwm" "$pm_hwm")"
+	for t in pm pp py; do
+		cpu[$t]=$(cpu_s ${pid[$t]}); hwm[$t]=$(hwm_kb ${pid[$t]}); rss[$t]=$(rss_kb ${pid[$t]})
+	done
+	kill -TERM ${pid[pm]} ${pid[pp]} ${pid[py]}; wait ${pid[pm]} ${pid[pp]} ${pid[py]}
+	for t in pm pp py; do
+		poll[$t]=$(sed -n 's/.* \([0-9.]*\) ms CPU per poll after the first.*/\1/p' "$out/$name/$t.err")
+		npolls[$t]=$(sed -n 's/^\(resources\|psutil\): \([0-9]*\) polls.*/\2/p' "$out/$name/$t.err")
+		rows[$t]=$(wc -l <"$out/$name/$t/system_resource_data")
+		whole[$t]=$(awk -v a="${cpu0[$t]}" -v c="${cpu[$t]}" -v n="$polls" 'BEGIN { print (c - a) / (n - 1) * 1e3 }')
+	done
+	echo "filter '$glob': polls/rows: BPF ${npolls[pm]}/${rows[pm]}, /proc ${npolls[pp]}/${rows[pp]}, psutil ${npolls[py]}/${rows[py]}"
+	printf '  %-36s %10s %10s %10s   %s\n' "" "BPF" "/proc" "psutil" "psutil/BPF  psutil//proc  /proc/BPF"
+	row() { # LABEL UNIT VALUES...
+		printf '  %-36s %8.2f%s %8.2f%s %8.2f%s   %5sx %12sx %9sx\n' "$1" "$3" "$2" "$4" "$2" "$5" "$2" \
+			"$(ratio "$5" "$3")" "$(ratio "$5" "$4")" "$(ratio "$4" "$3")"
+	}
+	row "CPU per poll, inside polls 2..N" ms "${poll[pm]}" "${poll[pp]}" "${poll[py]}"
+	row "CPU per poll, steady, whole process" ms "${whole[pm]}" "${whole[pp]}" "${whole[py]}"
+	row "resident memory, steady (MiB)" "" "$(awk -v k="${rss[pm]}" 'BEGIN { print k / 1024 }')" \
+		"$(awk -v k="${rss[pp]}" 'BEGIN { print k / 1024 }')" "$(awk -v k="${rss[py]}" 'BEGIN { print k / 1024 }')"
+	row "peak RSS (MiB)" "" "$(awk -v k="${hwm[pm]}" 'BEGIN { print k / 1024 }')" \
+		"$(awk -v k="${hwm[pp]}" 'BEGIN { print k / 1024 }')" "$(awk -v k="${hwm[py]}" 'BEGIN { print k / 1024 }')"
 }
 
-echo "resource sampling vs the psutil tracker ($polls polls, 1 s interval, side by side,"
+declare -A whole
+echo "resource sampling: BPF, /proc and the psutil tracker ($polls polls, 1 s interval, side by side,"
 echo "$(ls /proc | grep -c '^[0-9]') processes on the machine):"
 if ! "$py" -c 'import psutil' 2>/dev/null; then
 	echo "  skipped: python3-psutil is not installable here"
