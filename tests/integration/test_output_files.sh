@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The output directory and its files as other users and accidents leave
-# them (issue 14), against the real pmetrics: each section below is one
+# them (symlinks, FIFOs, torn lines, a second writer, closed stdio, size
+# limits), against the real pmetrics: each section below is one
 # way a capture could be redirected, blocked, torn or forged.
 source "$ROOT/tests/integration/lib.sh"
 SP="$PROGS/spanprog"
