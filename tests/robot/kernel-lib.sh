@@ -123,9 +123,13 @@ kernel_build() {
 	cp "$cfgdir/out/.config" "$cfgdir/config"
 	rm -rf "$cfgdir/out"
 	mkdir -p "$KERNEL_CACHE/kernels"
-	# One build at a time, on this machine, across runs.
+	# One build at a time, on this machine, across runs (a finished entry
+	# is only ever renamed into place, so a cached one needs no lock).
 	exec {lockfd}>"$KERNEL_CACHE/kernels/.lock"
-	flock "$lockfd"
+	if [ ! -f "$dir/Image" ] && ! flock -n "$lockfd"; then
+		kernel_log "$name: another kernel build is running here; waiting for it"
+		flock "$lockfd"
+	fi
 	if [ -f "$dir/Image" ]; then
 		kernel_log "$name: cached $dir (built in $(cat "$dir/build-seconds") s)"
 	else
@@ -145,7 +149,7 @@ kernel_build() {
 			echo $(($(date +%s) - t0)) >"$dir.tmp/build-seconds" || {
 			KERNEL_WHY="cannot store the build in $dir"; exec {lockfd}>&-; rm -rf "$cfgdir"; return 1; }
 		if ! grep -q '^CONFIG_DEBUG_INFO_BTF=y' "$obj/.config"; then
-			pahole --btf_encode_detached="$dir.tmp/vmlinux.btf" "$obj/vmlinux" >/dev/null 2>&1 ||
+			pahole --btf_encode_detached="$dir.tmp/vmlinux.btf" "$obj/vmlinux" >"$dir.tmp/pahole.log" 2>&1 ||
 				rm -f "$dir.tmp/vmlinux.btf"
 		fi
 		rm -rf "$dir" && mv "$dir.tmp" "$dir" && rm -rf "$obj"
