@@ -15,12 +15,12 @@
 # (Kconfig only, no compiling) and tests/integration/test_robot_kernel.sh
 # (Debian's kernel only).
 
-# Debian packages: qemu, the kernel source and what configuring it needs
-# (pahole: Kconfig asks it whether BTF can be made). make deps installs
-# them; where that cannot be done the tests skip with the reason.
-ROBOT_PKGS := qemu-system-arm linux-source-6.1 flex bison dwarves cpio
-# Building a kernel needs bc too.
-ROBOT_BUILD_PKGS := $(ROBOT_PKGS) bc
+# Debian packages: qemu, cpio for the initramfs, the kernel source and
+# what configuring and building it needs (pahole: Kconfig asks it whether
+# BTF can be made). make deps installs them; where that cannot be done
+# the tests skip with the reason. The arm64 kernel and busybox-static are
+# downloaded into the kernel cache (apt-get download), not installed.
+ROBOT_PKGS := qemu-system-arm cpio linux-source-6.1 flex bison bc dwarves
 CROSS_DEPS := $(if $(CROSS_DEPS),$(CROSS_DEPS);) bash .ci/install-deps $(ROBOT_PKGS) || \
 	echo "pmetrics: the emulated robot tests will be skipped"
 
@@ -52,7 +52,7 @@ CHECK_EXTRA += robot-guest-maybe
 robot-deps:
 	$(Q)bash .ci/install-deps
 	$(Q)$(if $(ROBOT_TOOLS),bash .ci/install-deps --arm64-cross)
-	$(Q)bash .ci/install-deps $(ROBOT_BUILD_PKGS)
+	$(Q)bash .ci/install-deps $(ROBOT_PKGS)
 
 test-robot: robot-deps
 	$(Q)$(MAKE) --no-print-directory robot-guest

@@ -48,13 +48,18 @@ if [ $SPANS_OK = 1 ]; then
 	# upper bounds are loose; the row counts are exact.
 	t_begin "spans: 3 calls of pm_sleep_ms(20) in a static PIE give 3 rows of [20, 200) ms"
 	out=$(fresh_dir)
+	before=$(now_ns)
 	"$PMETRICS" record -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 20 3 2>"$T_TMP/err"
 	rc=$?
+	after=$(now_ns)
 	f="$out/robot_context_data"
 	if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 400 "$T_TMP/err")"
 	elif [ "$(rows "$f" SLEEP)" -ne 3 ]; then t_fail "$(rows "$f" SLEEP) rows, want 3: $(head -c 300 "$T_TMP/err")"
 	elif ! durations_within "$f" SLEEP $((20 * MS)) $((200 * MS)); then t_fail "durations: $(cut -d, -f3 "$f" | tr '\n' ' ')"
 	else t_pass; fi
+
+	t_begin "spans: start times are wall clock, inside the capture's window"
+	if starts_within "$f" "$before" "$after"; then t_pass; else t_fail "starts $(cut -d, -f2 "$f" | tr '\n' ' ') outside [$before, $after]"; fi
 
 	t_begin "spans: 2000 calls of an empty function give 2000 rows, none lost"
 	out=$(fresh_dir)

@@ -33,6 +33,16 @@ durations_within() {
 		'$1 == s { n++; if ($3 < lo || $3 > hi) bad++ } END { exit !(n > 0 && bad == 0) }' "$1"
 }
 
+# now_ns: wall-clock nanoseconds, to the whole second (busybox's date has
+# no %N); starts_within widens the window's end by that second.
+now_ns() { echo "$(date +%s)000000000"; }
+
+# starts_within FILE FROM_NS TO_NS: every row's start in [FROM, TO + 1 s).
+starts_within() {
+	awk -F, -v lo="$2" -v hi="$3" \
+		'{ n++; if ($2 < lo || $2 >= hi + 1000000000) bad++ } END { exit !(n > 0 && bad == 0) }' "$1"
+}
+
 # ---- what this kernel has ------------------------------------------------
 # The kernel's config: /proc/config.gz (IKCONFIG_PROC, as on the robot),
 # else /boot/config-RELEASE (as on Debian; the host puts it there).
