@@ -58,7 +58,11 @@ initramfs() {
 		rel=$(basename "$(readlink -f "$KERNEL_DIR/config")"); rel=${rel#config-}
 		cp "$KERNEL_DIR/config" "$stage/boot/config-$rel"
 	fi
-	[ -f "$KERNEL_DIR/vmlinux.btf" ] && cp "$KERNEL_DIR/vmlinux.btf" "$stage/robot/kernel.btf"
+	if [ -f "$KERNEL_DIR/vmlinux.btf" ]; then
+		cp "$KERNEL_DIR/vmlinux.btf" "$stage/robot/kernel.btf"
+	elif [ -s "$KERNEL_DIR/pahole.log" ]; then
+		echo "  [$name] no /robot/kernel.btf: pahole --btf_encode_detached on its vmlinux failed: $(tr '\n' ' ' <"$KERNEL_DIR/pahole.log")"
+	fi
 	(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$robot/initramfs-$name.cpio"
 }
 
