@@ -17,7 +17,6 @@
 # Functions return non-zero with the reason in $KERNEL_WHY.
 
 KERNEL_ROBOT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-KERNEL_ROOT=$(cd "$KERNEL_ROBOT_DIR/../.." && pwd)
 KERNEL_WHY=""
 KERNEL_JOBS=${PMETRICS_KERNEL_JOBS:-2}
 if [ -n "${PMETRICS_KERNEL_CACHE:-}" ]; then

@@ -106,7 +106,7 @@ fi
 
 # ---- resource series -----------------------------------------------------------
 "$PROGS/res_burn" 300 200 >"$T_TMP/burn.out" & burn=$!
-i=0; while [ $i -lt 300 ] && ! grep -q done "$T_TMP/burn.out"; do sleep 0.1; i=$((i + 1)); done
+i=0; while [ $i -lt 300 ] && ! grep -q "done" "$T_TMP/burn.out"; do sleep 0.1; i=$((i + 1)); done
 if [ $RES_OK = 1 ]; then
 	t_begin "resources: a row for a process that burnt 0.5 s of CPU, matching /proc"
 	out=$(fresh_dir)
