@@ -56,4 +56,4 @@ robot-deps:
 
 test-robot: robot-deps
 	$(Q)$(MAKE) --no-print-directory robot-guest
-	$(Q)bash tests/robot/run.sh $(OUT) debian robot robot-pmetrics
+	$(Q)bash tests/robot/run.sh $(OUT) debian robot robot-pmetrics robot-nobtf

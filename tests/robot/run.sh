@@ -12,6 +12,8 @@
 #                   lines (tests/robot/robot-base.cfg: FTRACE off, reduced
 #                   debug info, no BTF)
 #   robot-pmetrics  the same with dist/kernel/pmetrics.cfg merged in
+#   robot-nobtf     the same without BTF (tests/robot/no-btf.cfg): uprobe
+#                   events and BPF tracing, but no kernel struct layout
 # Environment: PMETRICS_ROBOT_TIMEOUT (seconds per boot, default 600),
 # PMETRICS_ROBOT_SMP (guest CPUs, default 2), PMETRICS_KERNEL_CACHE.
 # Exits 1 when a check failed. Full console logs: BUILD_DIR/robot/KERNEL.log.
@@ -101,7 +103,9 @@ else
 		debian) kernel_debian && label="debian $(basename "$(readlink -f "$KERNEL_DIR/Image")" | sed 's/^vmlinuz-//')" ;;
 		robot) kernel_build robot && label="robot 6.1, no FTRACE/BTF" ;;
 		robot-pmetrics) kernel_build robot-pmetrics "$root/dist/kernel/pmetrics.cfg" && label="robot 6.1 + pmetrics.cfg" ;;
-		*) echo "run.sh: unknown kernel $k (debian, robot, robot-pmetrics)" >&2; exit 2 ;;
+		robot-nobtf) kernel_build robot-nobtf "$root/dist/kernel/pmetrics.cfg" "$root/tests/robot/no-btf.cfg" &&
+			label="robot 6.1 + pmetrics.cfg without BTF" ;;
+		*) echo "run.sh: unknown kernel $k (debian, robot, robot-pmetrics, robot-nobtf)" >&2; exit 2 ;;
 		esac
 		if [ $? -ne 0 ]; then
 			# A kernel that cannot be had for want of a package or a tool is

@@ -2,13 +2,10 @@
 # The checks the emulated robot runs, on every kernel (tests/robot/run.sh;
 # helpers in tests/robot/guest/lib.sh). One file: add a check here and it
 # runs on Debian's kernel (BTF, uprobe events), the robot-like kernel
-# (FTRACE off, no BTF) and the robot-like kernel with
-# dist/kernel/pmetrics.cfg. Where a kernel cannot do something, the check
-# says what today's pmetrics does instead.
-#
-# For the lead (issue 12): `pmetrics check` expectations go in the
-# "pmetrics check" section below; the `pending` lines mark the errors
-# that will become exact (expect_error NAME CODE PATTERN -- COMMAND...).
+# (FTRACE off, no BTF), the robot-like kernel with
+# dist/kernel/pmetrics.cfg, and that one without BTF. What a kernel
+# cannot do must give the error `pmetrics check` names, never zero rows
+# with exit 0.
 
 # ---- what this kernel is ---------------------------------------------------
 info "kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPUs, $(uname -m)"
@@ -27,19 +24,55 @@ info "pmetrics: $($PMETRICS --version 2>&1 | head -n 1)"
 t_begin "guest: pmetrics (make robot) runs"
 if "$PMETRICS" --version >/dev/null 2>&1; then t_pass; else t_fail "$($PMETRICS --version 2>&1 | head -c 200)"; fi
 
-# What today's pmetrics needs for spans: uprobes with BPF on them (the
-# uprobe PMU), the kernel's BTF, and tracepoints (its tp_btf programs on
-# sched_process_exit/fork and rss_stat).
+# What pmetrics needs, read from what the running kernel shows: spans need
+# BPF on uprobes (the uprobe PMU exists only with CONFIG_UPROBE_EVENTS,
+# and BPF on it with CONFIG_BPF_EVENTS, both under FTRACE); the span
+# context and the BPF task iterator need the kernel's BTF.
 SPANS_OK=0
-has_uprobe_pmu && has_btf && has_tracepoints && SPANS_OK=1
-# Resources: a BTF task iterator.
-RES_OK=0
-has_btf && RES_OK=1
-info "expected today: spans $([ $SPANS_OK = 1 ] && echo work || echo fail), resources $([ $RES_OK = 1 ] && echo work || echo fail)"
+has_uprobe_pmu && [ "$(kconfig BPF_EVENTS)" != n ] && SPANS_OK=1
+BTF_OK=0
+has_btf && BTF_OK=1
+RES_BPF=0
+[ $SPANS_OK = 1 ] && [ $BTF_OK = 1 ] && RES_BPF=1
+info "expected: spans $([ $SPANS_OK = 1 ] && echo work || echo missing), span context \
+$([ $BTF_OK = 1 ] && [ $SPANS_OK = 1 ] && echo works || echo missing), resource series \
+$([ $RES_BPF = 1 ] && echo 'by BPF' || echo 'from /proc')"
 
-# ---- pmetrics check (issue 12, not written yet) -----------------------------
-pending "pmetrics check: one line per capability, naming the missing options" \
-	"on this kernel: uprobe PMU $(has_uprobe_pmu && echo yes || echo no), BTF $(has_btf && echo yes || echo no)"
+# ---- pmetrics check ------------------------------------------------------------
+"$PMETRICS" check >"$T_TMP/check" 2>&1
+check_rc=$?
+info_file "  | " "$T_TMP/check"
+# cap NAME: the state part of capability NAME's line.
+cap() { sed -n "s/^  $1 *//p" "$T_TMP/check"; }
+t_begin "pmetrics check: spans as this kernel allows, exit $([ $SPANS_OK = 1 ] && echo 0 || echo 1)"
+if [ $SPANS_OK = 1 ]; then
+	if [ $check_rc -eq 0 ] && [ "$(cap 'native spans')" = ok ] && [ "$(cap 'Python spans')" = ok ]
+	then t_pass; else t_fail "exit $check_rc: $(cat "$T_TMP/check")"; fi
+else
+	# the config is there (IKCONFIG_PROC, as on the robot): it names the
+	# options that are off
+	case "$(cap 'native spans')" in
+	"missing: no BPF on uprobes: CONFIG_FTRACE, CONFIG_UPROBE_EVENTS, CONFIG_BPF_EVENTS not set (in /proc/config.gz); build the kernel with dist/kernel/pmetrics.cfg")
+		if [ $check_rc -eq 1 ]; then t_pass; else t_fail "exit $check_rc"; fi ;;
+	*) t_fail "native spans: '$(cap 'native spans')'" ;;
+	esac
+fi
+t_begin "pmetrics check: span context $([ $BTF_OK = 1 ] && [ $SPANS_OK = 1 ] && echo 'ok (or degraded)' || echo 'missing, naming the reason')"
+c=$(cap 'span context')
+if [ $SPANS_OK = 0 ]; then
+	[ "$c" = "missing: no spans" ] && t_pass || t_fail "'$c'"
+elif [ $BTF_OK = 1 ]; then
+	case "$c" in ok | "degraded: run-queue wait is always 0: CONFIG_SCHED_INFO is not set") t_pass ;; *) t_fail "'$c'" ;; esac
+else
+	case "$c" in "missing: the kernel has no BTF (CONFIG_DEBUG_INFO_BTF is not set"*"or give --btf FILE") t_pass ;;
+	*) t_fail "'$c'" ;; esac
+fi
+t_begin "pmetrics check: resource series $([ $RES_BPF = 1 ] && echo ok || echo 'degraded, read from /proc')"
+c=$(cap 'resource series')
+if [ $RES_BPF = 1 ]; then [ "$c" = ok ] && t_pass || t_fail "'$c'"
+else
+	case "$c" in "degraded: read from /proc, not by the BPF task iterator: "*) t_pass ;; *) t_fail "'$c'" ;; esac
+fi
 
 # ---- native spans ------------------------------------------------------------
 SP="$PROGS/spanprog"
@@ -91,52 +124,48 @@ if [ $SPANS_OK = 1 ]; then
 	else t_fail "did not start: $(head -c 300 "$PM_ERR")"; kill $target; fi
 else
 	out=$(fresh_dir)
-	expect_no_capture "spans: today's pmetrics refuses a native span capture (exit non-zero, no rows)" "$out" \
-		"$PMETRICS" record -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 20 3
-	pending "spans: one-line error naming the missing kernel options" \
-		"want: names CONFIG_UPROBE_EVENTS$(has_btf || echo ' / CONFIG_DEBUG_INFO_BTF') and points to dist/kernel/pmetrics.cfg"
-	if [ -r /robot/kernel.btf ]; then
-		# pahole's BTF of this very kernel's vmlinux (reduced debug info, as
-		# the robot's build leaves it): what `--btf FILE` would be given.
-		out=$(fresh_dir)
-		expect_no_capture "spans: --btf with this kernel's own pahole BTF: still refused (exit non-zero, no rows)" "$out" \
-			"$PMETRICS" record --btf /robot/kernel.btf -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 20 3
-	fi
+	expect_error "spans: refused in one line naming the kernel options" 1 \
+		"^pmetrics: native spans: missing: no BPF on uprobes: .*CONFIG_UPROBE_EVENTS.*dist/kernel/pmetrics.cfg" \
+		-- "$PMETRICS" record -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 20 3
+	t_begin "spans: nothing written by the refused capture"
+	if [ -z "$(ls "$out")" ]; then t_pass; else t_fail "$(ls "$out")"; fi
 fi
 
 # ---- resource series -----------------------------------------------------------
 "$PROGS/res_burn" 300 200 >"$T_TMP/burn.out" & burn=$!
 i=0; while [ $i -lt 300 ] && ! grep -q "done" "$T_TMP/burn.out"; do sleep 0.1; i=$((i + 1)); done
-if [ $RES_OK = 1 ]; then
-	t_begin "resources: a row for a process that burnt 0.5 s of CPU, matching /proc"
-	out=$(fresh_dir)
-	"$PMETRICS" record --resources --duration 1500ms --interval 1 --process-filter "$PROGS/res_burn*" \
-		-o "$out" 2>"$T_TMP/err"
-	rc=$?
-	f="$out/system_resource_data"
-	# user + system seconds in the last row vs /proc/PID/stat's utime + stime
-	got=$(awk -F, 'END { print $4 + $5 }' "$f" 2>/dev/null)
-	want=$(sed 's/.*) //' /proc/$burn/stat | awk -v h=100 '{ print ($12 + $13) / h }')
-	if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
-	elif [ ! -s "$f" ]; then t_fail "no rows: $(head -c 300 "$T_TMP/err")"
-	elif ! awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(d <= 0.02 && d >= -0.02) }'; then
-		t_fail "cpu $got s vs /proc $want s"
-	else t_pass; fi
+# Rows match /proc by either path: the BPF iterator, or /proc itself.
+t_begin "resources: a row for a process that burnt 0.5 s of CPU, matching /proc$([ $RES_BPF = 1 ] || echo ', read from /proc and said so')"
+out=$(fresh_dir)
+"$PMETRICS" record --resources --duration 1500ms --interval 1 --process-filter "$PROGS/res_burn*" \
+	-o "$out" 2>"$T_TMP/err"
+rc=$?
+f="$out/system_resource_data"
+# user + system seconds in the last row vs /proc/PID/stat's utime + stime
+got=$(awk -F, 'END { print $4 + $5 }' "$f" 2>/dev/null)
+want=$(sed 's/.*) //' /proc/$burn/stat | awk -v h=100 '{ print ($12 + $13) / h }')
+said=$(grep -c "^pmetrics: resource series: degraded: read from /proc" "$T_TMP/err")
+if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
+elif [ ! -s "$f" ]; then t_fail "no rows: $(head -c 300 "$T_TMP/err")"
+elif ! awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; exit !(d <= 0.02 && d >= -0.02) }'; then
+	t_fail "cpu $got s vs /proc $want s"
+elif [ "$said" -ne "$((1 - RES_BPF))" ]; then t_fail "$said lines saying /proc: $(head -c 300 "$T_TMP/err")"
+else t_pass; fi
 
-	if [ $SPANS_OK = 1 ]; then
+if [ $SPANS_OK = 1 ]; then
+	out=$(fresh_dir)
+	"$PMETRICS" record --resources --interval 1 -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 50 4 2>"$T_TMP/err"
+	s=$(rows "$out/robot_context_data" SLEEP); r=$(rows "$out/robot_context_resources" SLEEP)
+	if [ $BTF_OK = 1 ]; then
 		t_begin "resources + spans: every span gets a robot_context_resources row"
-		out=$(fresh_dir)
-		"$PMETRICS" record --resources --interval 1 -o "$out" --probe SLEEP=:pm_sleep_ms -- "$SP" sleep 50 4 2>"$T_TMP/err"
-		s=$(rows "$out/robot_context_data" SLEEP); r=$(rows "$out/robot_context_resources" SLEEP)
 		if [ "$s" -eq 4 ] && [ "$r" -eq 4 ]; then t_pass; else t_fail "$s spans, $r resource rows: $(tail -n 3 "$T_TMP/err")"; fi
 		info "  robot_context_resources (runq_wait_ns is column 5; 0 without CONFIG_SCHED_INFO):"
 		info_file "    | " "$out/robot_context_resources"
+	else
+		t_begin "resources + spans without BTF: 4 spans, the span context dropped in one warning"
+		if [ "$s" -eq 4 ] && [ ! -e "$out/robot_context_resources" ] &&
+			[ "$(grep -c '^pmetrics: span context: missing: the kernel has no BTF' "$T_TMP/err")" -eq 1 ]
+		then t_pass; else t_fail "$s spans: $(tail -n 4 "$T_TMP/err")"; fi
 	fi
-else
-	out=$(fresh_dir)
-	expect_no_capture "resources: today's pmetrics refuses a resource capture (exit non-zero, no rows)" "$out" \
-		"$PMETRICS" record --resources --duration 1500ms --interval 1 --process-filter "$PROGS/res_burn*" -o "$out"
-	pending "resources: capture works without BTF (from /proc), saying so in one line" \
-		"issue 12 item 2"
 fi
 kill $burn 2>/dev/null; wait $burn 2>/dev/null

@@ -109,28 +109,3 @@ expect_error() {
 	elif ! grep -v '^libbpf:' "$out" | grep -Eq -- "$pattern"; then t_fail "no '$pattern' in: $(cat "$out")"
 	else t_pass; fi
 }
-
-# expect_no_capture NAME DIR COMMAND...: for a capture the kernel cannot
-# do today: COMMAND (writing into DIR) must exit non-zero and leave no
-# rows in DIR (never "zero rows and exit 0"). What it printed is shown as
-# INFO lines, for the record.
-expect_no_capture() {
-	local name="$1" dir="$2" out rc n
-	shift 2
-	t_begin "$name"
-	out="$T_TMP/no_capture.out"
-	"$@" >"$out" 2>&1
-	rc=$?
-	n=$(cat "$dir"/*_data 2>/dev/null | wc -l)
-	info "  exit $rc, $(grep -vc '^libbpf:' "$out") lines (+$(grep -c '^libbpf:' "$out") libbpf: lines):"
-	grep -v '^libbpf:' "$out" >"$out.own"; grep '^libbpf:' "$out" | tail -n 8 >"$out.libbpf"
-	info_file "    | " "$out.own"
-	info_file "    | (last libbpf lines) " "$out.libbpf"
-	if [ "$rc" -eq 0 ]; then t_fail "exit 0 on a kernel that cannot do it ($n rows)"
-	elif [ "$n" -ne 0 ]; then t_fail "exit $rc but $n rows written"
-	else t_pass; fi
-}
-
-# pending NAME WHAT: a check whose expectation is not written yet (issue
-# 12: pmetrics check, the no-BTF and no-uprobe-events behaviour).
-pending() { t_begin "$1"; t_skip "pending (issue 12): $2"; }
