@@ -198,9 +198,13 @@ int BPF_PROG(span_task_exit, struct task_struct *task)
 	__u32 tgid = id >> 32;
 
 	call_stack_thread_exit((__u32)id);
+	/* Every task a traced process creates was remembered at fork,
+	 * threads too (without BTF a thread cannot be told from a child
+	 * there): its slot goes with it, or a later task reusing its
+	 * task_struct would be taken for a child. */
+	forget_child(task);
 	if (last_thread(task)) {
 		bpf_map_delete_elem(&traced_tgids, &tgid);
-		forget_child(task);
 		if (engine.resources)
 			span_context_forget_process(tgid);
 	}

@@ -63,6 +63,21 @@ if PMETRICS_TEST_NO_BTF=1 pm_start -o "$out" --pid $target --probe PARENT=:pm_wo
 	else t_fail "parent $(rows "$f" PARENT), child $(rows "$f" CHILD)"; fi
 else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
 
+# A thread a traced process made and ended frees its task_struct, which
+# the next task may get: that one must not be taken for a traced child.
+# Both on CPU 0, where the freed slot is reused soonest.
+t_begin "without BTF: 200 processes made after 200 short threads of the target are not traced"
+out=$(fresh_dir); rm -f "$T_TMP/go.churn"
+taskset -c 0 "$SP" -w "$T_TMP/go.churn" churn 200 30 & target=$!
+sleep 0.2
+if PMETRICS_TEST_NO_BTF=1 pm_start -o "$out" --pid $target --probe EMPTY=:pm_empty; then
+	touch "$T_TMP/go.churn"; sleep 0.5
+	for _ in $(seq 200); do taskset -c 0 "$SP" calls 1 >/dev/null; done
+	kill -INT "$PM_PID"; pm_wait; kill $target; wait $target 2>/dev/null
+	n=$(rows "$out/robot_context_data" EMPTY)
+	if [ "$n" -eq 0 ]; then t_pass; else t_fail "$n rows from processes that are not the target's"; fi
+else t_fail "did not start: $(cat "$PM_ERR")"; kill $target; fi
+
 t_begin "without BTF: --resources with probes drops the span context in one warning, spans stay exact"
 out=$(fresh_dir)
 PMETRICS_TEST_NO_BTF=1 "$PMETRICS" record -o "$out" --resources --interval 1 --probe SLEEP=:pm_sleep_ms \

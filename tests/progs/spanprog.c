@@ -6,6 +6,7 @@
  *   spanprog [-w GOFILE] recurse DEPTH      pm_recurse(DEPTH) -> DEPTH calls
  *   spanprog [-w GOFILE] threads N CALLS    N threads, CALLS pm_worker() each
  *   spanprog [-w GOFILE] fork CALLS         parent and child, CALLS each
+ *   spanprog [-w GOFILE] churn N SECONDS    N short threads, then asleep
  *   spanprog [-w GOFILE] first              pm_first() first thing in main
  *   spanprog [-w GOFILE] loop MS            pm_sleep_ms(MS) until killed
  *   spanprog [-w GOFILE] exitmid MS         exit() while pm_block() runs
@@ -71,6 +72,24 @@ static void run_threads(int n, int calls)
 		pthread_join(tids[i], NULL);
 }
 
+static void *thread_noop(void *arg)
+{
+	return arg;
+}
+
+/* N short threads one after another, none calling a probed function,
+ * then SECONDS asleep: their task_structs are freed for reuse. */
+static void run_churn(int n, int seconds)
+{
+	for (int i = 0; i < n; i++) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, thread_noop, NULL);
+		pthread_join(t, NULL);
+	}
+	sleep((unsigned)seconds);
+}
+
 static void run_fork(int calls)
 {
 	pid_t child = fork();
@@ -119,6 +138,8 @@ int main(int argc, char **argv)
 		run_threads(x, y);
 	else if (strcmp(mode, "fork") == 0)
 		run_fork(x);
+	else if (strcmp(mode, "churn") == 0)
+		run_churn(x, y);
 	else if (strcmp(mode, "loop") == 0)
 		for (;;)
 			pm_sleep_ms(x);
