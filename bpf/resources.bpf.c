@@ -123,6 +123,64 @@ static void fill_leader(struct resource_task *rec, struct task_struct *task)
 		rec->flags |= RESOURCE_TASK_NO_MM;
 }
 
+/* The loader's PID namespace, whose numbers its /proc shows (record
+ * refuses to run with a /proc of another), found from the loader, the
+ * current task while it reads the iterator: its depth (0 for the
+ * initial namespace) and identity. The iterator walks the tasks of that
+ * namespace only. */
+struct loader_pidns {
+	__u32 level;
+	struct pid_namespace *ns;
+};
+
+static void loader_pidns_of_current(struct loader_pidns *out)
+{
+	struct pid *pid = BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), thread_pid);
+	__u32 level = BPF_CORE_READ(pid, level) & 31;
+	struct upid upid = {};
+
+
+	/* (the index in a local: inside bpf_core_read() every member
+	 * access is relocated, a field of our own struct too) */
+	bpf_core_read(&upid, sizeof(upid), &pid->numbers[level]);
+	out->level = level;
+	out->ns = upid.ns;
+}
+
+/* PID's number in the loader's namespace, the one its /proc knows; 0
+ * when the process is not in that namespace. */
+static __u32 pid_nr_seen(struct pid *pid, const struct loader_pidns *loader)
+{
+	__u32 level = loader->level & 31;
+	struct upid upid;
+
+	if (!pid || BPF_CORE_READ(pid, level) < level)
+		return 0;
+	if (bpf_core_read(&upid, sizeof(upid), &pid->numbers[level]))
+		return 0;
+	return upid.ns == loader->ns ? (__u32)upid.nr : 0;
+}
+
+/* The task's ids as the loader sees them: the kernel's own when it runs
+ * in the initial namespace; false for a task its namespace hides. */
+static bool ids_seen(struct task_struct *task, struct resource_task *rec)
+{
+	struct loader_pidns loader;
+
+	loader_pidns_of_current(&loader);
+	if (!loader.level) {
+		rec->tgid = task->tgid;
+		rec->tid = task->pid;
+		rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
+		return true;
+	}
+	rec->tgid = pid_nr_seen(BPF_CORE_READ(task, group_leader, thread_pid), &loader);
+	rec->tid = pid_nr_seen(BPF_CORE_READ(task, thread_pid), &loader);
+	/* 0, as /proc says, for the namespace's first process */
+	rec->ppid = pid_nr_seen(BPF_CORE_READ(task, real_parent, group_leader, thread_pid), &loader);
+	return rec->tgid && rec->tid;
+}
+
 SEC("iter/task")
 int resource_tasks(struct bpf_iter__task *ctx)
 {
@@ -132,13 +190,12 @@ int resource_tasks(struct bpf_iter__task *ctx)
 	if (!task || (task->flags & PF_KTHREAD))
 		return 0;
 	learn_cpu_offsets();
-	rec.tgid = task->tgid;
-	rec.tid = task->pid;
-	rec.ppid = BPF_CORE_READ(task, real_parent, tgid);
+	if (!ids_seen(task, &rec))
+		return 0;
 	rec.utime_ns = task->utime;
 	rec.stime_ns = task->stime;
 	rec.runtime_ns = task->se.sum_exec_runtime;
-	if (task->pid == task->tgid)
+	if (rec.tid == rec.tgid)
 		fill_leader(&rec, task);
 	/* When the record does not fit, the iterator shows this task again
 	 * at the next read(): nothing is lost. */

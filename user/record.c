@@ -786,6 +786,27 @@ out:
 	return ret;
 }
 
+/* /proc numbers processes as the PID namespace it was mounted for sees
+ * them, and pmetrics names them (its --pid, its children) as its own
+ * namespace does: the two must agree, or every /proc read would be of
+ * some other process. They differ when a PID namespace was made without
+ * a /proc of its own. */
+static int check_proc_matches_pidns(void)
+{
+	char self[32];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return 0; /* no /proc at all: the first read will say so */
+	self[n] = '\0';
+	if (strtol(self, NULL, 10) == (long)getpid())
+		return 0;
+	cli_error("/proc belongs to another PID namespace than pmetrics (it calls pmetrics %s, "
+		  "pmetrics is %d): mount a /proc for this namespace (unshare --pid --fork "
+		  "--mount-proc, or mount -t proc proc /proc)", self, (int)getpid());
+	return 1;
+}
+
 int record_main(int argc, char **argv)
 {
 	struct record_opts *opts = calloc(1, sizeof(*opts));
@@ -796,6 +817,8 @@ int record_main(int argc, char **argv)
 		return 1;
 	}
 	ret = record_parse_args(argc, argv, opts);
+	if (ret == 0)
+		ret = check_proc_matches_pidns();
 	if (ret == 0)
 		ret = record_run(opts);
 	else if (ret < 0)

@@ -130,6 +130,7 @@ pm=$!
 for _ in $(seq 100); do [ -s "$tmp/in-pid/robot_context_data_headers" ] && break; sleep 0.05; done
 sleep 0.2; touch "$tmp/go6"; wait "$pm"
 "$1" record -o "$tmp/in-launch" --probe LIB=libspanlib.so:spanlib_compute -- "$progs/libprog" 5 3 2>"$tmp/in-launch.err"
+"$1" record -o "$tmp/in-res" --resources --interval 1 -- "$progs/spanprog" sleep 500 5 2>"$tmp/in-res.err"
 SH
 unshare -p -f --mount-proc bash "$T_TMP/inside.sh" "$PMETRICS" "$PROGS" "$T_TMP"
 t_begin "pmetrics in its own PID namespace: --pid"
@@ -138,3 +139,11 @@ if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(head -c 300 "$T_
 t_begin "pmetrics in its own PID namespace: a launched command"
 n=$(rows "$T_TMP/in-launch/robot_context_data" LIB)
 if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(head -c 300 "$T_TMP/in-launch.err")"; fi
+# the task iterator walks the namespace's tasks; their PIDs must be the
+# namespace's too, or /proc (the namespace's own) has none of them
+t_begin "pmetrics in its own PID namespace: the resource series (2.5 s, 1 s apart: 3 rows)"
+n=$(grep -c "spanprog sleep 500 5" "$T_TMP/in-res/system_resource_data" 2>/dev/null)
+if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(grep -v '^libbpf' "$T_TMP/in-res.err" | tail -n 2)"; fi
+# a PID namespace without a /proc of its own: refused, nothing written
+expect_error "pmetrics in a PID namespace with the parent's /proc" 1 "/proc belongs to another PID namespace" \
+	-x "$T_TMP/no-proc" -- unshare -p -f "$PMETRICS" record -o "$T_TMP/no-proc" --resources -- /bin/true
