@@ -24,14 +24,19 @@ void out_printf(struct out_buf *b, const char *fmt, ...) __attribute__((format(p
 /* S as the inside of a JSON string ('"', '\\', control characters and,
  * for inline scripts, '<' and '>' escaped). */
 void out_json_str(struct out_buf *b, const char *s);
-/* S as XML character data or an attribute value. */
+/* S as XML character data or an attribute value. Both escapes write a
+ * byte that is not part of valid UTF-8 as '?'. */
 void out_xml_str(struct out_buf *b, const char *s);
 void out_free(struct out_buf *b);
+/* The bytes of the character at S (1 for a byte that is no UTF-8). */
+size_t out_utf8_char(const char *s);
 
 /* What the caller of an output says about the cut (for titles). */
 struct report_view {
 	const char *source;   /* the capture directory */
 	const char *filter;   /* "--span A --kind on-cpu", or "" */
+	const char *const *states; /* the --span states (the timeline keeps their spans) */
+	size_t n_states;
 };
 
 /* Folded stacks: "root;...;leaf COUNT\n" per stack, sorted by stack. */

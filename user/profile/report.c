@@ -228,7 +228,8 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
 
 static int write_outputs(const struct report_opts *o, const struct profile *p)
 {
-	struct report_view v = { .source = o->dir, .filter = o->filter };
+	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
+				 .n_states = o->n_spans };
 	char err[512], path[4352];
 	struct output_dir *d = output_dir_open(o->out_dir ? o->out_dir : o->dir, err, sizeof(err));
 	int rc = 0;
