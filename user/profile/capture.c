@@ -114,7 +114,8 @@ size_t profile_frame_kernel(char *buf, size_t size, const char *function)
 	return cut(snprintf(buf, size, "%s" PROFILE_KERNEL_MARK, function), size);
 }
 
-/* "qualname (file:line)": the last " (" whose rest is "file:digits)". */
+/* "qualname (file:line)": a qualified name holds no " (" (a file name
+ * may), so the first one starts the place. */
 static bool split_python(char *buf, struct profile_frame_parts *out)
 {
 	size_t len = strlen(buf);
@@ -125,9 +126,6 @@ static bool split_python(char *buf, struct profile_frame_parts *out)
 	buf[len - 1] = '\0';
 	colon = strrchr(buf, ':');
 	open = strstr(buf, " (");
-	for (char *o = open; o; o = strstr(o + 1, " ("))
-		if (o < colon)
-			open = o;
 	if (!open || !colon || colon < open + 2 || !isdigit((unsigned char)colon[1])) {
 		buf[len - 1] = ')';
 		return false;
