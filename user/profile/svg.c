@@ -371,8 +371,26 @@ static void loss_note(const struct profile *p, char *buf, size_t size)
 		snprintf(buf, size, "; %" PRIu64 " lost (see pmetrics report's summary)", lost);
 }
 
+static int by_state_name(const void *a, const void *b, void *arg)
+{
+	const struct profile *p = arg;
+
+	return strcmp(p->states.str[*(const size_t *)a], p->states.str[*(const size_t *)b]);
+}
+
+/* The search box and the span-state select (states in name order; the
+ * option values are the script's state indices). */
 static void controls(struct out_buf *b, const struct profile *p)
 {
+	size_t *idx = malloc((p->states.n ? p->states.n : 1) * sizeof(*idx));
+
+	if (!idx) {
+		b->oom = true;
+		return;
+	}
+	for (size_t s = 0; s < p->states.n; s++)
+		idx[s] = s;
+	qsort_r(idx, p->states.n, sizeof(*idx), by_state_name, (void *)p);
 	out_printf(b, "<foreignObject x=\"%d\" y=\"44\" width=\"%d\" height=\"26\">"
 		   "<div xmlns=\"http://www.w3.org/1999/xhtml\" class=\"controls\">"
 		   "<label>Search <input id=\"search\" type=\"text\" size=\"24\" "
@@ -380,10 +398,11 @@ static void controls(struct out_buf *b, const struct profile *p)
 		   "<label>Span state <select id=\"span\"><option value=\"-1\">all samples</option>",
 		   PAD, WIDTH - 2 * PAD);
 	for (size_t s = 0; s < p->states.n; s++) {
-		out_printf(b, "<option value=\"%zu\">", s);
-		out_xml_str(b, p->states.str[s]);
+		out_printf(b, "<option value=\"%zu\">", idx[s]);
+		out_xml_str(b, p->states.str[idx[s]]);
 		out_str(b, "</option>");
 	}
+	free(idx);
 	out_str(b, "</select></label><button id=\"reset\" type=\"button\">Reset zoom</button>"
 		   "<span id=\"matched\"></span></div></foreignObject>\n");
 }
