@@ -7,6 +7,7 @@
 
 #include "analyze/analyze.h"
 #include "check.h"
+#include "profile/report.h"
 #include "record.h"
 #include "wall_clock.h"
 
@@ -40,6 +41,8 @@ static void usage(FILE *out)
 "  record     trace a running PID or a command into CSV files\n"
 "  analyze    memory-vs-uptime trend analysis of exported reports or captures\n"
 "  check      what this kernel (and a target, with --pid) lets pmetrics do\n"
+"  report     a capture's CPU/off-CPU profile as folded stacks, pprof, a flame\n"
+"             graph and a timeline\n"
 "\n"
 "  pmetrics COMMAND --help   shows the options and examples of a command\n"
 "  pmetrics --version\n");
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
 		return analyze_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check") == 0)
 		return check_main(argc - 1, argv + 1);
+	if (strcmp(argv[1], "report") == 0)
+		return report_main(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
@@ -69,7 +74,7 @@ int main(int argc, char **argv)
 		printf("pmetrics %s\n", PMETRICS_VERSION);
 		return 0;
 	}
-	fprintf(stderr, "pmetrics: unknown command '%s': use record, check or analyze "
+	fprintf(stderr, "pmetrics: unknown command '%s': use record, check, analyze or report "
 		"(see pmetrics --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

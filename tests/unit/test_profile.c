@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+/* The profile capture: writer -> reader round trip (a torn last row, a
+ * damaged stack row, a corrupt stack id), aggregation and the span and
+ * kind filters with exact counts, the folded output byte for byte, frame
+ * forms. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile/outputs.h"
+#include "profile/profile_model.h"
+#include "profile/profile_writer.h"
+
+static char *make_dir(void)
+{
+	static char dir[64];
+
+	snprintf(dir, sizeof(dir), "/tmp/pmetrics-unit-profile.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void write_file(const char *dir, const char *name, const char *text, const char *mode)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, mode);
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *read_file(const char *dir, const char *name)
+{
+	static char buf[65536];
+	char path[256];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* "ID,FRAMES\n" for a stack row written by hand. */
+static void stack_row(char *buf, size_t size, const char *frames)
+{
+	char hex[17];
+
+	profile_stack_id_format(profile_stack_id(frames, strlen(frames)), hex);
+	snprintf(buf, size, "%s,%s\n", hex, frames);
+}
+
+static const char *id_of(const char *frames)
+{
+	static char hex[4][17];
+	static int next;
+	char *h = hex[next++ % 4];
+
+	profile_stack_id_format(profile_stack_id(frames, strlen(frames)), h);
+	return h;
+}
+
+static void add(struct profile_writer *w, uint64_t t, uint32_t tid, enum profile_kind kind,
+		uint64_t weight, const char *const *spans, size_t n_spans, uint64_t id)
+{
+	struct profile_sample s = { .time_ns = t, .pid = 100, .tid = tid, .kind = kind,
+				    .weight_ns = weight, .spans = spans, .n_spans = n_spans,
+				    .stack_id = id };
+	assert_int_equal(profile_writer_sample(w, &s), 0);
+}
+
+/* Three stacks, ten samples: 6 in ANALYZING (4 of them also in CACHED),
+ * 1 off-CPU, 3 outside any span. */
+static void write_capture(const char *dir)
+{
+	static const char *const a[] = { "main", "run", "analyze (robot_server/a.py:10)" };
+	static const char *const b[] = { "main", "run", "schedule_[k]" };
+	static const char *const c[] = { "main", "libfoo.so+0x1a2b" };
+	static const char *const an[] = { "ANALYZING" }, *const both[] = { "ANALYZING", "CACHED" };
+	char err[256];
+	uint64_t ia, ib, ic, again;
+	struct profile_writer *w = profile_writer_open(dir, err, sizeof(err));
+
+	assert_non_null(w);
+	assert_int_equal(profile_writer_stack(w, a, 3, &ia), 0);
+	assert_int_equal(profile_writer_stack(w, b, 3, &ib), 0);
+	assert_int_equal(profile_writer_stack(w, c, 2, &ic), 0);
+	assert_int_equal(profile_writer_stack(w, a, 3, &again), 0);
+	assert_true(ia == again);
+	add(w, 1000, 7, PROFILE_ON_CPU, 10, an, 1, ia);
+	add(w, 1010, 7, PROFILE_ON_CPU, 10, an, 1, ia);
+	add(w, 1020, 7, PROFILE_ON_CPU, 10, both, 2, ia);
+	add(w, 1030, 7, PROFILE_ON_CPU, 10, both, 2, ia);
+	add(w, 1040, 7, PROFILE_ON_CPU, 10, both, 2, ic);
+	add(w, 1005, 8, PROFILE_OFF_CPU, 5000, both, 2, ib);
+	assert_int_equal(profile_writer_flush(w), 0);
+	add(w, 990, 7, PROFILE_ON_CPU, 10, NULL, 0, ic);
+	add(w, 2000, 7, PROFILE_ON_CPU, 10, NULL, 0, ic);
+	add(w, 2010, 9, PROFILE_ON_CPU, 10, NULL, 0, ia);
+	add(w, 2020, 9, PROFILE_ON_CPU, 20, NULL, 0, ia);
+	profile_writer_lost(w, PROFILE_LOSS_RINGBUF_FULL, 3);
+	assert_int_equal(profile_writer_flush(w), 0);
+	profile_writer_lost(w, PROFILE_LOSS_RINGBUF_FULL, 2);
+	assert_int_equal(profile_writer_samples_written(w), 10);
+	assert_int_equal(profile_writer_stacks_written(w), 3);
+	assert_int_equal(profile_writer_close(w), 0);
+}
+
+static void writer_files(void **state)
+{
+	char *dir = make_dir(), want[1024], row[256];
+	(void)state;
+
+	write_capture(dir);
+	want[0] = '\0';
+	stack_row(row, sizeof(row), "main;run;analyze (robot_server/a.py:10)");
+	strcat(want, row);
+	stack_row(row, sizeof(row), "main;run;schedule_[k]");
+	strcat(want, row);
+	stack_row(row, sizeof(row), "main;libfoo.so+0x1a2b");
+	strcat(want, row);
+	assert_string_equal(read_file(dir, "profile_stacks"), want);
+	assert_string_equal(read_file(dir, "profile_stacks_headers"), "stack_id,frames");
+	assert_string_equal(read_file(dir, "profile_samples_headers"),
+			    "time_ns,pid,tid,kind,weight_ns,spans,stack_id");
+	char *samples = read_file(dir, "profile_samples");
+	snprintf(want, sizeof(want), "1000,100,7,on-cpu,10,ANALYZING,%s\n",
+		 id_of("main;run;analyze (robot_server/a.py:10)"));
+	assert_memory_equal(samples, want, strlen(want));
+	snprintf(want, sizeof(want), "1005,100,8,off-cpu,5000,ANALYZING|CACHED,%s\n",
+		 id_of("main;run;schedule_[k]"));
+	assert_non_null(strstr(samples, want));
+	snprintf(want, sizeof(want), "\n990,100,7,on-cpu,10,,%s\n", id_of("main;libfoo.so+0x1a2b"));
+	assert_non_null(strstr(samples, want));
+	/* losses as increments: 3 at the second flush, 2 at close */
+	char *lost = read_file(dir, "profile_lost");
+	assert_non_null(strstr(lost, ",ringbuf_full,3\n"));
+	assert_non_null(strstr(lost, ",ringbuf_full,2\n"));
+	remove_dir(dir);
+}
+
+static void round_trip(void **state)
+{
+	char *dir = make_dir(), err[256];
+	struct profile p;
+	(void)state;
+
+	write_capture(dir);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_samples, 10);
+	assert_int_equal(p.n_stacks, 3);
+	assert_int_equal(p.frames.n, 5); /* main run analyze schedule libfoo */
+	assert_int_equal(p.states.n, 2);
+	assert_int_equal(p.n_losses, 1);
+	assert_string_equal(p.losses[0].reason, "ringbuf_full");
+	assert_int_equal(p.losses[0].count, 5);
+	assert_int_equal(p.bad_rows + p.bad_stack_rows + p.torn_rows, 0);
+	/* the timeline is in time order */
+	assert_int_equal(p.samples[0].time_ns, 990);
+	assert_int_equal(p.samples[2].time_ns, 1005);
+	assert_int_equal(p.samples[2].kind, PROFILE_OFF_CPU);
+	assert_int_equal(p.samples[2].weight_ns, 5000);
+	assert_int_equal(p.samples[2].tid, 8);
+	assert_string_equal(p.stack_texts.str[p.stacks[p.samples[2].stack].text],
+			    "main;run;schedule_[k]");
+	assert_string_equal(p.span_set_texts.str[p.samples[2].span_set], "ANALYZING|CACHED");
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void torn_last_row(void **state)
+{
+	char *dir = make_dir(), err[256];
+	struct profile p;
+	(void)state;
+
+	write_capture(dir);
+	/* a writer killed mid-row: no line end */
+	write_file(dir, "profile_samples", "3000,100,7,on-cpu,10,ANALYZ", "a");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_samples, 10);
+	assert_int_equal(p.torn_rows, 1);
+	assert_int_equal(p.bad_rows, 0);
+	profile_free(&p);
+	/* a writer that opens it next ends the torn line first; the reader
+	 * then skips that row as malformed */
+	write_capture(dir);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_samples, 20);
+	assert_int_equal(p.bad_rows, 1);
+	assert_int_equal(p.torn_rows, 0);
+	assert_int_equal(p.n_stacks, 3); /* the second capture's stack rows are the same stacks */
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void damaged_stack_row(void **state)
+{
+	char *dir = make_dir(), err[256], row[256];
+	struct profile p;
+	(void)state;
+
+	write_capture(dir);
+	/* a stack row cut by a crash and ended later: its id no longer fits */
+	stack_row(row, sizeof(row), "main;other;deep");
+	row[strlen(row) - 5] = '\n';
+	row[strlen(row) - 4] = '\0';
+	write_file(dir, "profile_stacks", row, "a");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.bad_stack_rows, 1);
+	assert_int_equal(p.n_stacks, 3);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void corrupt_stack_id(void **state)
+{
+	char *dir = make_dir(), err[512];
+	struct profile p;
+	(void)state;
+
+	write_capture(dir);
+	write_file(dir, "profile_samples", "4000,100,7,on-cpu,10,,00000000deadbeef\n", "a");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "profile_samples line 11: stack id 00000000deadbeef is not in "
+				    "profile_stacks"));
+	profile_free(&p);
+	/* a stack id of the wrong form is a malformed row, skipped */
+	remove_dir(dir);
+	dir = make_dir();
+	write_capture(dir);
+	write_file(dir, "profile_samples", "4000,100,7,on-cpu,10,,deadbeef\n"
+		   "4001,100,7,in-between,10,,00000000deadbeef\n4002,100,7,on-cpu,10,bad name,x\n", "a");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.bad_rows, 3);
+	assert_int_equal(p.n_samples, 10);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void no_samples_file(void **state)
+{
+	char *dir = make_dir(), err[512];
+	struct profile p;
+	(void)state;
+
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 1);
+	assert_non_null(strstr(err, "has no profile_samples"));
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static uint64_t agg_count(const struct profile *p, const char *stack, const char *spans, int kind)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < p->n_aggs; i++) {
+		const struct profile_agg *a = &p->aggs[i];
+		if (strcmp(p->stack_texts.str[p->stacks[a->stack].text], stack) == 0 &&
+		    (!spans || strcmp(p->span_set_texts.str[a->span_set], spans) == 0) &&
+		    (kind < 0 || (int)a->kind == kind))
+			n += a->count;
+	}
+	return n;
+}
+
+#define A_STACK "main;run;analyze (robot_server/a.py:10)"
+#define B_STACK "main;run;schedule_[k]"
+#define C_STACK "main;libfoo.so+0x1a2b"
+
+static void aggregation_and_filters(void **state)
+{
+	char *dir = make_dir(), err[256];
+	struct profile p;
+	const char *analyzing[] = { "ANALYZING" }, *cached[] = { "CACHED" }, *nope[] = { "NOPE" };
+	(void)state;
+
+	write_capture(dir);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(p.kept, 10);
+	assert_int_equal(p.kept_count[PROFILE_ON_CPU], 9);
+	assert_int_equal(p.kept_count[PROFILE_OFF_CPU], 1);
+	assert_int_equal(p.kept_weight[PROFILE_ON_CPU], 100);
+	assert_int_equal(p.kept_weight[PROFILE_OFF_CPU], 5000);
+	/* stack x span set x kind */
+	assert_int_equal(p.n_aggs, 6);
+	assert_int_equal(agg_count(&p, A_STACK, "ANALYZING", PROFILE_ON_CPU), 2);
+	assert_int_equal(agg_count(&p, A_STACK, "ANALYZING|CACHED", PROFILE_ON_CPU), 2);
+	assert_int_equal(agg_count(&p, A_STACK, "", PROFILE_ON_CPU), 2);
+	assert_int_equal(agg_count(&p, B_STACK, "ANALYZING|CACHED", PROFILE_OFF_CPU), 1);
+	assert_int_equal(agg_count(&p, C_STACK, "ANALYZING|CACHED", PROFILE_ON_CPU), 1);
+	assert_int_equal(agg_count(&p, C_STACK, "", PROFILE_ON_CPU), 2);
+	assert_int_equal(profile_period_ns(&p), 10);
+
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = analyzing,
+		.n_states = 1, .kind = -1 }), 0);
+	assert_int_equal(p.kept, 6);
+	assert_int_equal(agg_count(&p, A_STACK, NULL, -1), 4);
+	assert_int_equal(agg_count(&p, C_STACK, NULL, -1), 1);
+
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = cached,
+		.n_states = 1, .kind = PROFILE_ON_CPU }), 0);
+	assert_int_equal(p.kept, 3);
+	assert_int_equal(agg_count(&p, B_STACK, NULL, -1), 0);
+
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = PROFILE_OFF_CPU }), 0);
+	assert_int_equal(p.kept, 1);
+	assert_int_equal(p.kept_weight[PROFILE_OFF_CPU], 5000);
+
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = nope,
+		.n_states = 1, .kind = -1 }), 0);
+	assert_int_equal(p.kept, 0);
+	assert_int_equal(p.n_aggs, 0);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+/* A capture written by hand, as another tool would: the folded output's
+ * exact bytes, sorted by stack, totals equal to the samples. */
+static void folded_bytes(void **state)
+{
+	char *dir = make_dir(), err[256], rows[1024] = "", row[256], samples[2048] = "";
+	static const char *const stacks[] = {
+		"main;b", "main;a;x (m.py:3)", "main", "main;a;sched_[k]",
+	};
+	static const int counts[] = { 3, 5, 1, 2 };
+	struct out_buf b = { 0 };
+	struct profile p;
+	(void)state;
+
+	for (int s = 0; s < 4; s++) {
+		stack_row(row, sizeof(row), stacks[s]);
+		strcat(rows, row);
+		for (int i = 0; i < counts[s]; i++) {
+			snprintf(row, sizeof(row), "%d,1,1,%s,10,%s,%s\n", 100 + 10 * s + i,
+				 s == 3 ? "off-cpu" : "on-cpu", i % 2 ? "X" : "", id_of(stacks[s]));
+			strcat(samples, row);
+		}
+	}
+	write_file(dir, "profile_stacks", rows, "w");
+	write_file(dir, "profile_samples", samples, "w");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "main 1\nmain;a;sched_[k] 2\nmain;a;x (m.py:3) 5\nmain;b 3\n");
+	out_free(&b);
+	const char *x[] = { "X" };
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = x, .n_states = 1,
+		.kind = -1 }), 0);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "main;a;sched_[k] 1\nmain;a;x (m.py:3) 2\nmain;b 1\n");
+	out_free(&b);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void frames_kept_whole(void **state)
+{
+	char *dir = make_dir(), err[256], big[200];
+	const char *odd[] = { "a;b", "tab\there", "" };
+	const char *deep[100];
+	uint64_t id;
+	struct profile_writer *w = profile_writer_open(dir, err, sizeof(err));
+	struct profile p;
+	(void)state;
+
+	assert_non_null(w);
+	assert_int_equal(profile_writer_stack(w, odd, 3, &id), 0);
+	assert_true(id == profile_stack_id("a?b;tab?here;[unknown]", 22));
+	assert_int_equal(profile_writer_stack(w, NULL, 0, &id), 0);
+	assert_true(id == profile_stack_id("[unknown]", 9));
+	/* 100 frames of 199 bytes do not fit in a row: the root end goes */
+	memset(big, 'f', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; i < 100; i++)
+		deep[i] = big;
+	assert_int_equal(profile_writer_stack(w, deep, 100, &id), 0);
+	assert_int_equal(profile_writer_lost_count(w, PROFILE_LOSS_STACK_TRUNCATED), 1);
+	add(w, 1, 1, PROFILE_ON_CPU, 1, NULL, 0, id);
+	assert_int_equal(profile_writer_close(w), 0);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_stacks, 3);
+	const struct profile_stack *s = &p.stacks[p.samples[0].stack];
+	assert_string_equal(p.frames.str[s->frames[0]], "[truncated]");
+	assert_string_equal(p.frames.str[s->frames[s->depth - 1]], big);
+	assert_true(s->depth > 30 && s->depth < 100);
+	assert_int_equal(p.n_losses, 1);
+	assert_string_equal(p.losses[0].reason, "stack_truncated");
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+static void frame_forms(void **state)
+{
+	char buf[128], copy[128];
+	struct profile_frame_parts parts;
+	(void)state;
+
+	profile_frame_python(buf, sizeof(buf), "Analyzer.run", "robot_server/a.py", 42);
+	assert_string_equal(buf, "Analyzer.run (robot_server/a.py:42)");
+	profile_frame_parse(buf, copy, &parts);
+	assert_int_equal(parts.form, FRAME_PYTHON);
+	assert_string_equal(parts.name, "Analyzer.run");
+	assert_string_equal(parts.file, "robot_server/a.py");
+	assert_int_equal(parts.line, 42);
+	profile_frame_unresolved(buf, sizeof(buf), "/usr/lib/libfoo.so.1", 0x1a2b);
+	assert_string_equal(buf, "libfoo.so.1+0x1a2b");
+	profile_frame_parse(buf, copy, &parts);
+	assert_int_equal(parts.form, FRAME_UNRESOLVED);
+	profile_frame_kernel(buf, sizeof(buf), "schedule");
+	assert_string_equal(buf, "schedule_[k]");
+	profile_frame_parse(buf, copy, &parts);
+	assert_int_equal(parts.form, FRAME_KERNEL);
+	assert_string_equal(parts.name, "schedule");
+	profile_frame_parse("operator() (int)", copy, &parts);
+	assert_int_equal(parts.form, FRAME_NATIVE);
+	assert_string_equal(parts.name, "operator() (int)");
+	profile_frame_parse("f (a (b).py:7)", copy, &parts);
+	assert_int_equal(parts.form, FRAME_PYTHON);
+	assert_string_equal(parts.name, "f");
+	assert_string_equal(parts.file, "a (b).py");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(writer_files),
+		cmocka_unit_test(round_trip),
+		cmocka_unit_test(torn_last_row),
+		cmocka_unit_test(damaged_stack_row),
+		cmocka_unit_test(corrupt_stack_id),
+		cmocka_unit_test(no_samples_file),
+		cmocka_unit_test(aggregation_and_filters),
+		cmocka_unit_test(folded_bytes),
+		cmocka_unit_test(frames_kept_whole),
+		cmocka_unit_test(frame_forms),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

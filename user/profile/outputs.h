@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The four outputs of pmetrics report, each built in memory from the
+ * selected profile (profile_model.h) and written by report.c through
+ * output_dir.h in one piece. */
+#ifndef PMETRICS_PROFILE_OUTPUTS_H
+#define PMETRICS_PROFILE_OUTPUTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile_model.h"
+
+/* A growing byte buffer; oom is sticky and checked once at the end. */
+struct out_buf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+void out_put(struct out_buf *b, const char *s, size_t n);
+void out_str(struct out_buf *b, const char *s);
+void out_printf(struct out_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* S as the inside of a JSON string ('"', '\\', control characters and,
+ * for inline scripts, '<' and '>' escaped). */
+void out_json_str(struct out_buf *b, const char *s);
+/* S as XML character data or an attribute value. Both escapes write a
+ * byte that is not part of valid UTF-8 as '?'. */
+void out_xml_str(struct out_buf *b, const char *s);
+void out_free(struct out_buf *b);
+/* The bytes of the character at S (1 for a byte that is no UTF-8). */
+size_t out_utf8_char(const char *s);
+
+/* What the caller of an output says about the cut (for titles). */
+struct report_view {
+	const char *source;   /* the capture directory */
+	const char *filter;   /* "--span A --kind on-cpu", or "" */
+	const char *const *states; /* the --span states (the timeline keeps their spans) */
+	size_t n_states;
+};
+
+/* Folded stacks: "root;...;leaf COUNT\n" per stack, sorted by stack. */
+int profile_folded(const struct profile *p, struct out_buf *b);
+/* pprof's profile.proto, gzip-compressed. */
+int profile_pprof(const struct profile *p, const struct report_view *v, struct out_buf *b,
+		  char *err, size_t errlen);
+/* The interactive flame graph. */
+int profile_svg(const struct profile *p, const struct report_view *v, struct out_buf *b);
+/* The Chrome trace-event timeline; reads DIR's span and resource files. */
+int profile_trace(const struct profile *p, const struct report_view *v, struct out_buf *b,
+		  char *err, size_t errlen);
+
+#endif

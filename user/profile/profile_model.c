@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/* A capture read into memory, cut and aggregated; see profile_model.h. */
+#include "profile_model.h"
+#include "csv_reader.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A whole field of decimal digits, no sign, no blank, within 64 bits. */
+static int parse_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 20)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *s, size_t len, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_u64(s, len, &v) || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int add_stack(struct profile *p, uint64_t id, const char *text, size_t len)
+{
+	struct profile_stack *s;
+	size_t depth = 1;
+
+	if (p->n_stacks % 256 == 0) {
+		s = realloc(p->stacks, (p->n_stacks + 256) * sizeof(*s));
+		if (!s)
+			return -1;
+		p->stacks = s;
+	}
+	for (size_t i = 0; i < len; i++)
+		depth += text[i] == PROFILE_FRAME_SEP;
+	s = &p->stacks[p->n_stacks];
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	s->frames = malloc(depth * sizeof(*s->frames));
+	long t = intern_add(&p->stack_texts, text, len);
+	if (!s->frames || t < 0) {
+		free(s->frames);
+		return -1;
+	}
+	s->text = (uint32_t)t;
+	for (const char *f = text, *end = text + len; f <= end; s->depth++) {
+		const char *sep = memchr(f, PROFILE_FRAME_SEP, (size_t)(end - f));
+		if (!sep)
+			sep = end;
+		long fi = intern_add(&p->frames, f, (size_t)(sep - f));
+		if (fi < 0)
+			return -1;
+		s->frames[s->depth] = (uint32_t)fi;
+		f = sep + 1;
+	}
+	if (u64map_put(&p->stack_by_id, id, (uint32_t)p->n_stacks))
+		return -1;
+	p->n_stacks++;
+	return 0;
+}
+
+static int load_stacks(const char *dir, struct profile *p, char *err, size_t errlen)
+{
+	struct csv_data d;
+	struct csv_record r;
+	uint64_t id;
+	int rc = csv_data_load(dir, PROFILE_STACKS_FILE, &d, err, errlen);
+
+	if (rc < 0)
+		return -1;
+	p->torn_rows += d.torn_bytes > 0;
+	while (csv_data_next(&d, &r)) {
+		if (r.n != 2 || profile_stack_id_parse(r.field[0], r.len[0], &id)) {
+			p->bad_rows++;
+			continue;
+		}
+		/* A row whose frames do not hash to its id was damaged (a torn
+		 * row later ended by another writer): no sample can use it. */
+		if (profile_stack_id(r.field[1], r.len[1]) != id) {
+			p->bad_stack_rows++;
+			continue;
+		}
+		if (u64map_get(&p->stack_by_id, id) >= 0)
+			continue; /* the same stack from another capture */
+		if (add_stack(p, id, r.field[1], r.len[1])) {
+			csv_data_free(&d);
+			snprintf(err, errlen, "out of memory reading %s", d.path);
+			return -1;
+		}
+	}
+	csv_data_free(&d);
+	return 0;
+}
+
+/* The span set of a spans field, interned; -1 when malformed. */
+static long span_set_of(struct profile *p, const char *s, size_t len)
+{
+	long idx = intern_find(&p->span_set_texts, s, len);
+	struct profile_span_set *set;
+	size_t n = len ? 1 : 0;
+
+	if (idx >= 0)
+		return idx;
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == PROFILE_SPAN_SEP;
+	uint32_t *states = malloc((n ? n : 1) * sizeof(*states));
+	if (!states)
+		return -1;
+	size_t k = 0;
+	for (const char *f = s, *end = s + len; len && f <= end; k++) {
+		const char *sep = memchr(f, PROFILE_SPAN_SEP, (size_t)(end - f));
+		if (!sep)
+			sep = end;
+		long st = profile_state_name_ok(f, (size_t)(sep - f)) ?
+			intern_add(&p->states, f, (size_t)(sep - f)) : -1;
+		if (st < 0) {
+			free(states);
+			return -1;
+		}
+		states[k] = (uint32_t)st;
+		f = sep + 1;
+	}
+	idx = intern_add(&p->span_set_texts, s, len);
+	if (idx < 0) {
+		free(states);
+		return -1;
+	}
+	set = realloc(p->span_sets, p->span_set_texts.n * sizeof(*set));
+	if (!set) {
+		free(states);
+		return -1;
+	}
+	p->span_sets = set;
+	set[idx] = (struct profile_span_set){ .states = states, .n = (uint32_t)n };
+	return idx;
+}
+
+static int add_sample(struct profile *p, const struct profile_sample_rec *s)
+{
+	if (p->n_samples == p->cap_samples) {
+		size_t cap = p->cap_samples ? p->cap_samples * 2 : 1024;
+		struct profile_sample_rec *n = realloc(p->samples, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		p->samples = n;
+		p->cap_samples = cap;
+	}
+	p->samples[p->n_samples++] = *s;
+	return 0;
+}
+
+/* 0: taken; 1: malformed; -1: a fatal error (in err). */
+static int take_sample(struct profile *p, const struct csv_data *d, const struct csv_record *r,
+		       char *err, size_t errlen)
+{
+	struct profile_sample_rec s = { 0 };
+	uint64_t id;
+	long stack, set;
+
+	if (r->n != 7 || parse_u64(r->field[0], r->len[0], &s.time_ns) ||
+	    parse_u32(r->field[1], r->len[1], &s.pid) ||
+	    parse_u32(r->field[2], r->len[2], &s.tid) ||
+	    profile_kind_parse(r->field[3], r->len[3], &s.kind) ||
+	    parse_u64(r->field[4], r->len[4], &s.weight_ns) ||
+	    profile_stack_id_parse(r->field[6], r->len[6], &id))
+		return 1;
+	set = span_set_of(p, r->field[5], r->len[5]);
+	if (set < 0)
+		return 1;
+	stack = u64map_get(&p->stack_by_id, id);
+	if (stack < 0) {
+		snprintf(err, errlen, "%s line %zu: stack id %s is not in %s: the capture is "
+			 "corrupt", d->path, r->line, r->field[6], PROFILE_STACKS_FILE);
+		return -1;
+	}
+	s.stack = (uint32_t)stack;
+	s.span_set = (uint32_t)set;
+	if (add_sample(p, &s)) {
+		snprintf(err, errlen, "out of memory reading %s", d->path);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_samples(struct profile *p, struct csv_data *d, char *err, size_t errlen)
+{
+	struct csv_record r;
+	int rc;
+
+	p->torn_rows += d->torn_bytes > 0;
+	while (csv_data_next(d, &r)) {
+		rc = take_sample(p, d, &r, err, errlen);
+		if (rc < 0)
+			return -1;
+		p->bad_rows += rc;
+	}
+	return 0;
+}
+
+static bool reason_ok(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static int add_loss(struct profile *p, const char *reason, uint64_t count)
+{
+	for (size_t i = 0; i < p->n_losses; i++)
+		if (strcmp(p->losses[i].reason, reason) == 0) {
+			p->losses[i].count += count;
+			return 0;
+		}
+	struct profile_loss_total *l = realloc(p->losses, (p->n_losses + 1) * sizeof(*l));
+	if (!l)
+		return -1;
+	p->losses = l;
+	l[p->n_losses].reason = strdup(reason);
+	l[p->n_losses].count = count;
+	return l[p->n_losses++].reason ? 0 : -1;
+}
+
+static int load_losses(const char *dir, struct profile *p, char *err, size_t errlen)
+{
+	struct csv_data d;
+	struct csv_record r;
+	uint64_t t, count;
+	int rc = csv_data_load(dir, PROFILE_LOST_FILE, &d, err, errlen);
+
+	if (rc < 0)
+		return -1;
+	p->torn_rows += d.torn_bytes > 0;
+	while (csv_data_next(&d, &r)) {
+		if (r.n != 3 || parse_u64(r.field[0], r.len[0], &t) ||
+		    !reason_ok(r.field[1], r.len[1]) || parse_u64(r.field[2], r.len[2], &count)) {
+			p->bad_rows++;
+			continue;
+		}
+		if (add_loss(p, r.field[1], count)) {
+			csv_data_free(&d);
+			snprintf(err, errlen, "out of memory reading %s", d.path);
+			return -1;
+		}
+	}
+	csv_data_free(&d);
+	return 0;
+}
+
+static int sample_cmp(const void *a, const void *b)
+{
+	const struct profile_sample_rec *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->weight_ns != y->weight_ns)
+		return x->weight_ns < y->weight_ns ? -1 : 1;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->span_set < y->span_set ? -1 : x->span_set > y->span_set;
+}
+
+static void profile_init(struct profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	intern_init(&p->frames);
+	intern_init(&p->stack_texts);
+	u64map_init(&p->stack_by_id);
+	intern_init(&p->states);
+	intern_init(&p->span_set_texts);
+}
+
+int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
+{
+	struct csv_data d;
+	int rc;
+
+	profile_init(p);
+	rc = csv_data_load(dir, PROFILE_SAMPLES_FILE, &d, err, errlen);
+	if (rc == 1)
+		snprintf(err, errlen, "%s has no %s: no profile was recorded there", dir,
+			 PROFILE_SAMPLES_FILE);
+	if (rc)
+		return rc;
+	if (load_stacks(dir, p, err, errlen) || load_samples(p, &d, err, errlen) ||
+	    load_losses(dir, p, err, errlen)) {
+		csv_data_free(&d);
+		return -1;
+	}
+	csv_data_free(&d);
+	qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
+	return 0;
+}
+
+void profile_free(struct profile *p)
+{
+	for (size_t i = 0; i < p->n_stacks; i++)
+		free(p->stacks[i].frames);
+	free(p->stacks);
+	for (size_t i = 0; i < p->span_set_texts.n; i++)
+		free(p->span_sets[i].states);
+	free(p->span_sets);
+	for (size_t i = 0; i < p->n_losses; i++)
+		free(p->losses[i].reason);
+	free(p->losses);
+	free(p->samples);
+	free(p->aggs);
+	intern_free(&p->frames);
+	intern_free(&p->stack_texts);
+	u64map_free(&p->stack_by_id);
+	intern_free(&p->states);
+	intern_free(&p->span_set_texts);
+	memset(p, 0, sizeof(*p));
+}
+
+static bool in_states(const struct profile_span_set *set, const long *want, size_t n_want)
+{
+	for (uint32_t i = 0; i < set->n; i++)
+		for (size_t j = 0; j < n_want; j++)
+			if (want[j] == (long)set->states[i])
+				return true;
+	return false;
+}
+
+static int agg_cmp(const void *a, const void *b, void *arg)
+{
+	const struct profile_agg *x = a, *y = b;
+	const struct profile *p = arg;
+	int c = strcmp(p->stack_texts.str[p->stacks[x->stack].text],
+		       p->stack_texts.str[p->stacks[y->stack].text]);
+
+	if (c)
+		return c;
+	c = strcmp(p->span_set_texts.str[x->span_set], p->span_set_texts.str[y->span_set]);
+	if (c)
+		return c;
+	return (int)x->kind - (int)y->kind;
+}
+
+int profile_select(struct profile *p, const struct profile_filter *f)
+{
+	long want[64];
+	size_t n_want = f->n_states < 64 ? f->n_states : 64;
+	struct u64map at;
+	int rc = -1;
+
+	for (size_t i = 0; i < n_want; i++)
+		want[i] = intern_find(&p->states, f->states[i], strlen(f->states[i]));
+	free(p->aggs);
+	p->aggs = NULL;
+	p->n_aggs = 0;
+	p->kept = 0;
+	memset(p->kept_count, 0, sizeof(p->kept_count));
+	memset(p->kept_weight, 0, sizeof(p->kept_weight));
+	u64map_init(&at);
+	p->aggs = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*p->aggs));
+	if (!p->aggs)
+		goto out;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		struct profile_sample_rec *s = &p->samples[i];
+		s->kept = (f->kind < 0 || (int)s->kind == f->kind) &&
+			  (n_want == 0 || in_states(&p->span_sets[s->span_set], want, n_want));
+		if (!s->kept)
+			continue;
+		p->kept++;
+		p->kept_count[s->kind]++;
+		p->kept_weight[s->kind] += s->weight_ns;
+		uint64_t key = (uint64_t)s->stack << 32 | (uint64_t)s->span_set << 1 | s->kind;
+		long a = u64map_get(&at, key);
+		if (a < 0) {
+			a = (long)p->n_aggs++;
+			p->aggs[a] = (struct profile_agg){ .stack = s->stack, .span_set = s->span_set,
+							   .kind = s->kind };
+			if (u64map_put(&at, key, (uint32_t)a))
+				goto out;
+		}
+		p->aggs[a].count++;
+		p->aggs[a].weight_ns += s->weight_ns;
+	}
+	qsort_r(p->aggs, p->n_aggs, sizeof(*p->aggs), agg_cmp, p);
+	rc = 0;
+out:
+	u64map_free(&at);
+	return rc;
+}
+
+uint64_t profile_lost_total(const struct profile *p)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < p->n_losses; i++)
+		n += p->losses[i].count;
+	return n;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t profile_period_ns(const struct profile *p)
+{
+	uint64_t best = 0, best_n = 0, *w = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*w));
+	size_t n = 0;
+
+	if (!w)
+		return 0;
+	for (size_t i = 0; i < p->n_samples; i++)
+		if (p->samples[i].kept && p->samples[i].kind == PROFILE_ON_CPU)
+			w[n++] = p->samples[i].weight_ns;
+	qsort(w, n, sizeof(*w), u64_cmp);
+	/* The most common value; of equally common ones the smallest. */
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i; j < n && w[j] == w[i]; j++)
+			;
+		if (j - i > best_n) {
+			best_n = j - i;
+			best = w[i];
+		}
+	}
+	free(w);
+	return best;
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: MIT
+/* pmetrics report DIR: options, the capture read and cut, each output
+ * written whole into DIR (or -o OUTDIR) through output_dir.h. */
+#include "report.h"
+#include "cli.h"
+#include "output_dir.h"
+#include "outputs.h"
+#include "profile_model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SPANS 64
+
+enum report_format {
+	FMT_FOLDED = 1 << 0,
+	FMT_PPROF = 1 << 1,
+	FMT_SVG = 1 << 2,
+	FMT_TRACE = 1 << 3,
+	FMT_ALL = FMT_FOLDED | FMT_PPROF | FMT_SVG | FMT_TRACE,
+};
+
+static const struct {
+	const char *name;
+	enum report_format fmt;
+	const char *file;
+} formats[] = {
+	{ "folded", FMT_FOLDED, "profile.folded" },
+	{ "pprof", FMT_PPROF, "profile.pb.gz" },
+	{ "svg", FMT_SVG, "profile.svg" },
+	{ "trace", FMT_TRACE, "trace.json" },
+};
+
+struct report_opts {
+	const char *dir, *out_dir;
+	unsigned formats;
+	const char *spans[MAX_SPANS];
+	size_t n_spans;
+	int kind;
+	char filter[1024];
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"Usage: pmetrics report DIR [--format FORMAT] [--span STATE]... [--kind KIND] [-o OUTDIR]\n"
+"\n"
+"Turns the profile in capture directory DIR (profile_samples, profile_stacks\n"
+"and profile_lost, written by record's sampler) into:\n"
+"  profile.folded  folded stacks, one line per stack: root;...;leaf COUNT\n"
+"                  (flamegraph.pl, inferno, speedscope)\n"
+"  profile.pb.gz   pprof (go tool pprof, pprof viewers): samples, CPU and\n"
+"                  off-CPU time, span states as labels\n"
+"  profile.svg     an interactive flame graph: hover, click to zoom, search,\n"
+"                  span-state filter; self-contained, no network needed\n"
+"  trace.json      a Chrome trace-event timeline (Perfetto UI, chrome://tracing):\n"
+"                  spans, samples per thread, the resource series as counters\n"
+"\n"
+"Options:\n"
+"  --format F     folded, pprof, svg, trace or all (default), or a list: svg,pprof\n"
+"  --span STATE   only samples taken inside span STATE (repeatable: inside any)\n"
+"  --kind K       on-cpu or off-cpu only (default: both)\n"
+"  -o OUTDIR      write there (created when missing) instead of into DIR\n"
+"  -h, --help     this text\n"
+"\n"
+"Examples:\n"
+"  pmetrics report /data/performance_metrics_data\n"
+"  pmetrics report DIR --span ANALYZING_PROTOCOL --format svg -o /tmp/analysis\n"
+"\n"
+"Exit status: 0 written; 1 nothing to report (no samples, none inside the\n"
+"--span states) or an unreadable or corrupt capture; 2 usage error.\n");
+}
+
+static int parse_formats(struct report_opts *o, const char *arg)
+{
+	char buf[256], *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		if (strcmp(t, "all") == 0) {
+			o->formats |= FMT_ALL;
+			continue;
+		}
+		for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+			if (strcmp(t, formats[i].name) == 0)
+				break;
+		if (i == sizeof(formats) / sizeof(formats[0]))
+			return -1;
+		o->formats |= formats[i].fmt;
+	}
+	return o->formats ? 0 : -1;
+}
+
+static void append_filter(struct report_opts *o, const char *opt, const char *val)
+{
+	size_t len = strlen(o->filter);
+
+	snprintf(o->filter + len, sizeof(o->filter) - len, "%s%s %s", len ? " " : "", opt, val);
+}
+
+/* Returns 1 to go on, 0 after --help, or EXIT_USAGE. */
+static int parse_args(struct report_opts *o, int argc, char **argv)
+{
+	bool options = true;
+
+	o->kind = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (options && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+			usage(stdout);
+			return 0;
+		}
+		if (options && strcmp(a, "--") == 0) {
+			options = false;
+			continue;
+		}
+		if (!options || a[0] != '-' || a[1] == '\0') {
+			if (o->dir)
+				return usage_error("report", "one capture directory only: '%s' and '%s'",
+						   cli_printable(o->dir), cli_printable(a));
+			o->dir = a;
+			continue;
+		}
+		bool takes = strcmp(a, "--format") == 0 || strcmp(a, "--span") == 0 ||
+			     strcmp(a, "--kind") == 0 || strcmp(a, "-o") == 0;
+		if (!takes)
+			return usage_error("report", "unknown option '%s'", cli_printable(a));
+		if (!val)
+			return usage_error("report", "%s needs a value", a);
+		i++;
+		if (strcmp(a, "--format") == 0) {
+			if (parse_formats(o, val))
+				return usage_error("report", "unknown --format '%s': use folded, pprof, "
+						   "svg, trace or all", cli_printable(val));
+		} else if (strcmp(a, "--span") == 0) {
+			if (!profile_state_name_ok(val, strlen(val)))
+				return usage_error("report", "bad --span '%s': a span state is letters, "
+						   "digits and _, e.g. ANALYZING_PROTOCOL",
+						   cli_printable(val));
+			if (o->n_spans == MAX_SPANS)
+				return usage_error("report", "at most %d --span", MAX_SPANS);
+			o->spans[o->n_spans++] = val;
+			append_filter(o, "--span", val);
+		} else if (strcmp(a, "--kind") == 0) {
+			enum profile_kind k;
+			if (profile_kind_parse(val, strlen(val), &k))
+				return usage_error("report", "unknown --kind '%s': use on-cpu or off-cpu",
+						   cli_printable(val));
+			o->kind = (int)k;
+			append_filter(o, "--kind", val);
+		} else {
+			if (!*val || cli_has_control_char(val))
+				return usage_error("report", "bad -o '%s'", cli_printable(val));
+			o->out_dir = val;
+		}
+	}
+	if (!o->dir)
+		return usage_error("report", "which capture directory? e.g. pmetrics report "
+				   "/data/performance_metrics_data");
+	if (!o->formats)
+		o->formats = FMT_ALL;
+	return 1;
+}
+
+static void warn_damage(const struct report_opts *o, const struct profile *p)
+{
+	if (p->bad_rows)
+		cli_error("%s: %" PRIu64 " malformed row%s skipped", o->dir, p->bad_rows,
+			  p->bad_rows == 1 ? "" : "s");
+	if (p->bad_stack_rows)
+		cli_error("%s: %" PRIu64 " %s row%s whose frames do not match the id skipped "
+			  "(damaged by a crash)", o->dir, p->bad_stack_rows, PROFILE_STACKS_FILE,
+			  p->bad_stack_rows == 1 ? "" : "s");
+	if (p->torn_rows)
+		cli_error("%s: %" PRIu64 " file%s ended in a torn row (cut back)", o->dir,
+			  p->torn_rows, p->torn_rows == 1 ? "" : "s");
+}
+
+/* A --span state no sample was taken in: one line naming those that are. */
+static int check_spans(const struct report_opts *o, const struct profile *p)
+{
+	char have[1024] = "";
+
+	for (size_t i = 0; i < o->n_spans; i++) {
+		if (intern_find(&p->states, o->spans[i], strlen(o->spans[i])) >= 0)
+			continue;
+		for (size_t s = 0; s < p->states.n; s++) {
+			size_t len = strlen(have);
+			snprintf(have + len, sizeof(have) - len, "%s%s", len ? ", " : "",
+				 p->states.str[s]);
+		}
+		cli_error("--span %s: no sample in %s was taken inside %s (%s%s)", o->spans[i],
+			  o->dir, o->spans[i], *have ? "states there: " : "no sample is inside any span",
+			  have);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static int build(unsigned fmt, const struct profile *p, const struct report_view *v,
+		 struct out_buf *b, char *err, size_t errlen)
+{
+	int rc;
+
+	switch (fmt) {
+	case FMT_FOLDED:
+		rc = profile_folded(p, b);
+		break;
+	case FMT_PPROF:
+		return profile_pprof(p, v, b, err, errlen);
+	case FMT_SVG:
+		rc = profile_svg(p, v, b);
+		break;
+	default:
+		return profile_trace(p, v, b, err, errlen);
+	}
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}
+
+static int write_outputs(const struct report_opts *o, const struct profile *p)
+{
+	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
+				 .n_states = o->n_spans };
+	char err[512], path[4352];
+	struct output_dir *d = output_dir_open(o->out_dir ? o->out_dir : o->dir, err, sizeof(err));
+	int rc = 0;
+
+	if (!d) {
+		cli_error("%s", err);
+		return EXIT_RUNTIME;
+	}
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]) && rc == 0; i++) {
+		struct out_buf b = { 0 };
+		bool was_new;
+		struct stat id;
+
+		if (!(o->formats & formats[i].fmt))
+			continue;
+		if (build(formats[i].fmt, p, &v, &b, err, sizeof(err)) ||
+		    output_dir_replace(d, formats[i].file, b.s ? b.s : "", b.len, &was_new, &id,
+				       err, sizeof(err))) {
+			cli_error("%s", err);
+			rc = EXIT_RUNTIME;
+		} else {
+			output_dir_file_path(d, formats[i].file, path, sizeof(path));
+			printf("wrote %s\n", path);
+		}
+		out_free(&b);
+	}
+	output_dir_close(d);
+	return rc;
+}
+
+static void print_summary(const struct report_opts *o, const struct profile *p)
+{
+	size_t stacks = 0;
+
+	for (size_t i = 0; i < p->n_aggs; i++)
+		stacks += i == 0 || p->aggs[i].stack != p->aggs[i - 1].stack;
+	printf("%" PRIu64 " samples (on-cpu %" PRIu64 ", off-cpu %" PRIu64 ") in %zu stacks%s%s\n",
+	       p->kept, p->kept_count[PROFILE_ON_CPU], p->kept_count[PROFILE_OFF_CPU], stacks,
+	       *o->filter ? ", " : "", o->filter);
+	for (size_t i = 0; i < p->n_losses; i++) {
+		const char *text = profile_loss_text(p->losses[i].reason);
+		printf("lost: %" PRIu64 " %s%s%s%s\n", p->losses[i].count, p->losses[i].reason,
+		       text ? " (" : "", text ? text : "", text ? ")" : "");
+	}
+}
+
+static int run(const struct report_opts *o)
+{
+	struct profile_filter f = { .states = o->spans, .n_states = o->n_spans, .kind = o->kind };
+	struct profile p;
+	char err[768];
+	int rc = profile_load(o->dir, &p, err, sizeof(err));
+
+	if (rc) {
+		cli_error("%s", err);
+		profile_free(&p);
+		return EXIT_RUNTIME;
+	}
+	warn_damage(o, &p);
+	rc = check_spans(o, &p);
+	if (rc == 0 && profile_select(&p, &f)) {
+		cli_error("out of memory");
+		rc = EXIT_RUNTIME;
+	}
+	if (rc == 0 && p.n_samples == 0) {
+		cli_error("%s: %s holds no sample (an idle target, or a capture without "
+			  "--sample): nothing written", o->dir, PROFILE_SAMPLES_FILE);
+		rc = EXIT_RUNTIME;
+	} else if (rc == 0 && p.kept == 0) {
+		cli_error("%s: none of its %zu samples is left after %s: nothing written", o->dir,
+			  p.n_samples, o->filter);
+		rc = EXIT_RUNTIME;
+	}
+	if (rc == 0)
+		rc = write_outputs(o, &p);
+	if (rc == 0)
+		print_summary(o, &p);
+	profile_free(&p);
+	return rc;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report_opts o;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	rc = parse_args(&o, argc, argv);
+	if (rc != 1)
+		return rc;
+	return run(&o);
+}
