@@ -143,7 +143,7 @@ $(OUT)/asan/tests/test_%: tests/unit/test_%.c $(ASAN_LIB_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) -o $@ $^ -lcmocka $(DYN_LIBS)
 
-include mk/progs.mk mk/resources.mk mk/analyze.mk mk/profile.mk mk/arch.mk mk/robot.mk
+include mk/progs.mk mk/resources.mk mk/analyze.mk mk/profile.mk mk/sampler.mk mk/arch.mk mk/robot.mk
 
 # ---- entry points ------------------------------------------------------
 deps:
