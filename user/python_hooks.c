@@ -454,29 +454,6 @@ static int call_length(int machine)
 	return machine == EM_AARCH64 ? 4 : 5;
 }
 
-/* The first call from HANDLER up to the next handler (at most
- * HANDLER_SCAN bytes) whose target is code. x86-64 is scanned byte by
- * byte: a stray e8 inside another instruction is possible, which the
- * caller's function-start check catches. */
-static uint64_t first_call(struct search *s, uint64_t handler)
-{
-	int machine = elf_image_machine(s->img), step = insn_step(machine), len = call_length(machine);
-	uint64_t end = handler + HANDLER_SCAN;
-	const unsigned char *code;
-
-	for (int i = 0; i < OPCODES; i++)
-		if (s->targets[i] > handler && s->targets[i] < end)
-			end = s->targets[i];
-	code = elf_image_bytes(s->img, handler, end - handler);
-	for (uint64_t off = 0; code && off + (uint64_t)len <= end - handler; off += (uint64_t)step) {
-		uint64_t t = branch_target(machine, code + off, handler + off, false);
-
-		if (t && elf_image_in_code(s->img, t))
-			return t;
-	}
-	return 0;
-}
-
 /* What a PLT stub at STUB jumps to: the function its GOT slot's
  * JUMP_SLOT relocation names, when it is defined here; else 0.
  * x86-64: [endbr64] [bnd] jmp *slot(%rip); aarch64: adrp x16; ldr x17,
@@ -508,27 +485,37 @@ static uint64_t through_plt(struct search *s, uint64_t stub)
 	return p.value;
 }
 
-/* The function OPCODE's handler calls first (*CALL: the address called,
- * a PLT stub when it goes through one); it must start a function (an
- * FDE of .eh_frame_hdr). */
+/* The function OPCODE's handler calls first: the first call from the
+ * handler up to the next one (at most HANDLER_SCAN bytes) that goes to a
+ * function start (an FDE of .eh_frame_hdr), directly or through a PLT
+ * stub (*CALL: the address called). x86-64 is read byte by byte, so a
+ * stray e8 inside another instruction is met too; its target is no
+ * function start, which is how it is told from a call. */
 static uint64_t opcode_call(struct search *s, int opcode, uint64_t *call)
 {
-	uint64_t handler = s->targets[opcode], fn;
+	int machine = elf_image_machine(s->img), step = insn_step(machine), len = call_length(machine);
+	uint64_t handler = s->targets[opcode], end = handler + HANDLER_SCAN;
+	const unsigned char *code;
 
-	*call = first_call(s, handler);
-	if (!*call) {
-		why(s, "no call in opcode %d's handler at 0x%llx", opcode,
-		    (unsigned long long)handler);
-		return 0;
+	for (int i = 0; i < OPCODES; i++)
+		if (s->targets[i] > handler && s->targets[i] < end)
+			end = s->targets[i];
+	code = elf_image_bytes(s->img, handler, end - handler);
+	for (uint64_t off = 0; code && off + (uint64_t)len <= end - handler; off += (uint64_t)step) {
+		uint64_t t = branch_target(machine, code + off, handler + off, false), fn;
+
+		if (!t || !elf_image_in_code(s->img, t))
+			continue;
+		fn = through_plt(s, t);
+		fn = fn ? fn : t;
+		if (elf_image_function_start(s->img, fn) == 1) {
+			*call = t;
+			return fn;
+		}
 	}
-	fn = through_plt(s, *call);
-	fn = fn ? fn : *call;
-	if (elf_image_function_start(s->img, fn) != 1) {
-		why(s, "the first call in opcode %d's handler goes to 0x%llx, not a known "
-		       "function start", opcode, (unsigned long long)fn);
-		return 0;
-	}
-	return fn;
+	why(s, "no call to a known function start (.eh_frame_hdr) in opcode %d's handler at 0x%llx",
+	    opcode, (unsigned long long)handler);
+	return 0;
 }
 
 /* How many calls and jumps in the code go to TARGET. */
