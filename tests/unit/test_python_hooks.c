@@ -557,6 +557,133 @@ static void debian_arm64_minidebuginfo(void **state)
 	assert_int_equal(h.coro_send.vaddr, ref(&syms, "PyGen_am_send"));
 }
 
+/* ---- a synthetic interpreter, for shapes no real build here has --------------------- */
+
+/* A computed-goto loop shaped like CPython's: 256 handlers, 75
+ * (RETURN_GENERATOR in 3.12) calling CALL75 first; -DTWIN adds a second
+ * table of the same handlers; -DSTRAY puts the byte of an x86 call (e8)
+ * inside an instruction before that call. */
+static void write_synthetic(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fprintf(f, "__attribute__((noinline, visibility(\"hidden\"))) void *helper(void *f)\n"
+		   "{ return (char *)f + 7; }\n"
+		   "__attribute__((noinline, visibility(MAKE_VIS))) void *_Py_MakeCoro(void *f)\n"
+		   "{ return (char *)f + 1; }\n"
+		   "long _PyEval_EvalFrameDefault(const unsigned char *code, void *f)\n{\n"
+		   "\tlong r = 0;\n\tstatic void *opcode_targets[256] = {");
+	for (int i = 0; i < 256; i++)
+		fprintf(f, "%s&&op_%d", i ? ", " : "", i);
+	/* in another order: GCC would merge two tables just alike */
+	fprintf(f, "};\n#ifdef TWIN\n\tstatic void *twin[256] = {");
+	for (int i = 0; i < 256; i++)
+		fprintf(f, "%s&&op_%d", i ? ", " : "", 255 - i);
+	fprintf(f, "};\n\tif (f == code)\n\t\tgoto *twin[*code++];\n#endif\n"
+		   "\tgoto *opcode_targets[*code++];\n");
+	for (int i = 0; i < 256; i++)
+		fprintf(f, "op_%d:\n\t%s;\n\tif (!*code)\n\t\treturn r;\n"
+			   "\tgoto *opcode_targets[*code++];\n", i,
+			i == 75 ? "\n#ifdef STRAY\n\tr ^= 0x00000010e8000000L;\n#endif\n"
+				  "\tr += (long)CALL75(f)" :
+			i == 76 ? "r += (long)helper(f)" : "r = r * 3 + 1");
+	fprintf(f, "}\n");
+	fclose(f);
+}
+
+/* Builds the synthetic interpreter with TOOLS (a gcc prefix) and FLAGS
+ * into OUT (unstripped) and its strip --strip-unneeded copy OUT.s. */
+static bool build_synthetic(const char *tools, const char *name, const char *flags, char *out,
+			    size_t len, char *stripped)
+{
+	char src[PATH_MAX];
+
+	snprintf(src, sizeof(src), "%s/synthetic.c", tmp);
+	if (access(src, R_OK) != 0)
+		write_synthetic(src);
+	snprintf(out, len, "%s/%s%s.so", tmp, tools, name);
+	snprintf(stripped, len, "%s.s", out);
+	return run("%sgcc -O2 -shared -fPIC %s -o '%s' '%s' 2>/dev/null && "
+		   "%sstrip --strip-unneeded -o '%s' '%s'", tools, flags, out, src, tools, stripped,
+		   out) == 0;
+}
+
+static void synthetic_interpreter(const char *tools, int machine)
+{
+	char so[PATH_MAX], s[PATH_MAX], why[160];
+	struct python_hooks h;
+	struct refs syms;
+
+	if (!build_synthetic(tools, "hidden", "-DMAKE_VIS='\"hidden\"' -DCALL75=_Py_MakeCoro", so,
+			     sizeof(so), s)) {
+		print_message("SKIP: cannot build with %sgcc\n", tools);
+		skip();
+	}
+	assert_int_equal(elf_machine(s), machine);
+	/* static _Py_MakeCoro, stripped: the opcode path, found */
+	nm_refs("nm", so, false, WANTED_NAMES, &syms);
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.opcode_table, ref(&syms, "opcode_targets"));
+	assert_int_equal(h.make_coro.source, HOOK_OPCODE_CALL);
+	assert_int_equal(h.make_coro.vaddr, ref(&syms, "_Py_MakeCoro"));
+	/* exported: called through the PLT */
+	assert_true(build_synthetic(tools, "exported", "-DMAKE_VIS='\"default\"' -DCALL75=_Py_MakeCoro",
+				    so, sizeof(so), s));
+	nm_refs("nm", so, false, WANTED_NAMES, &syms);
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(python_hooks_opcode_call(s, &h, 75, why, sizeof(why)),
+			 ref(&syms, "_Py_MakeCoro"));
+	/* the first call goes to a function two handlers call: refused */
+	assert_true(build_synthetic(tools, "shared", "-DMAKE_VIS='\"hidden\"' -DCALL75=helper", so,
+				    sizeof(so), s));
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.make_coro.source, HOOK_MISSING);
+	assert_non_null(strstr(h.make_coro.detail, "which 2 places call"));
+	/* two tables of the same handlers: neither is taken */
+	assert_true(build_synthetic(tools, "twin",
+				    "-DTWIN -DMAKE_VIS='\"hidden\"' -DCALL75=_Py_MakeCoro", so,
+				    sizeof(so), s));
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.opcode_table, 0);
+	assert_non_null(strstr(h.note, "such windows"));
+	assert_int_equal(h.make_coro.source, HOOK_MISSING);
+}
+
+static void synthetic_x86_64(void **state)
+{
+	char so[PATH_MAX], s[PATH_MAX], why[160];
+	struct python_hooks h;
+	struct refs syms;
+
+	(void)state;
+	synthetic_interpreter("x86_64-linux-gnu-", EM_X86_64);
+	/* a PLT for indirect branch tracking: endbr64 first */
+	if (!build_synthetic("x86_64-linux-gnu-", "ibt",
+			     "-fcf-protection=full -Wl,-z,ibtplt -DMAKE_VIS='\"default\"' "
+			     "-DCALL75=_Py_MakeCoro", so, sizeof(so), s))
+		skip();
+	nm_refs("nm", so, false, WANTED_NAMES, &syms);
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(python_hooks_opcode_call(s, &h, 75, why, sizeof(why)),
+			 ref(&syms, "_Py_MakeCoro"));
+	/* movabs $0x10e8000000: "e8 10 00 00 00" would be a call into the
+	 * handler itself, no function start: passed over */
+	assert_true(build_synthetic("x86_64-linux-gnu-", "stray",
+				    "-DSTRAY -DMAKE_VIS='\"hidden\"' -DCALL75=_Py_MakeCoro", so,
+				    sizeof(so), s));
+	nm_refs("nm", so, false, WANTED_NAMES, &syms);
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.make_coro.source, HOOK_OPCODE_CALL);
+	assert_int_equal(h.make_coro.vaddr, ref(&syms, "_Py_MakeCoro"));
+}
+
+static void synthetic_aarch64(void **state)
+{
+	(void)state;
+	synthetic_interpreter("aarch64-linux-gnu-", EM_AARCH64);
+}
+
 /* ---- relocations packed as RELR ------------------------------------------------- */
 
 static void relr_pointers(void **state)
@@ -756,6 +883,8 @@ int main(void)
 		cmocka_unit_test(debian_static_python),
 		cmocka_unit_test(debian_arm64_libpython),
 		cmocka_unit_test(debian_arm64_minidebuginfo),
+		cmocka_unit_test(synthetic_x86_64),
+		cmocka_unit_test(synthetic_aarch64),
 		cmocka_unit_test(relr_pointers),
 		cmocka_unit_test(not_elf_or_missing),
 		cmocka_unit_test(elf_without_symbols),
