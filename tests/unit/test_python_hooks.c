@@ -149,7 +149,7 @@ static uint64_t ref_size(const struct refs *r, const char *name)
 
 #define WANTED_NAMES                                                                           \
 	"(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|PyGen_am_send|_PyGen_Send|"          \
-	"PyIter_Send|gen_send|gen_throw|gen_close|gen_dealloc|_Py_MakeCoro|make_gen)"          \
+	"PyIter_Send|gen_send|gen_throw|gen_close|gen_dealloc|_Py_MakeCoro|make_gen|helper)"          \
 	"(\\.lto_priv\\.[0-9]+)?|opcode_targets(\\.[0-9]+)?"
 
 /* Which hook point is which function, and where a stripped file keeps
@@ -562,7 +562,9 @@ static void debian_arm64_minidebuginfo(void **state)
 /* A computed-goto loop shaped like CPython's: 256 handlers, 75
  * (RETURN_GENERATOR in 3.12) calling CALL75 first; -DTWIN adds a second
  * table of the same handlers; -DSTRAY puts the byte of an x86 call (e8)
- * inside an instruction before that call. */
+ * inside an instruction before that call. And a PyCoro_Type whose
+ * tp_name is TPNAME, with tp_dealloc, tp_as_async->am_send and
+ * tp_methods where CPython has them. */
 static void write_synthetic(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -572,6 +574,17 @@ static void write_synthetic(const char *path)
 		   "{ return (char *)f + 7; }\n"
 		   "__attribute__((noinline, visibility(MAKE_VIS))) void *_Py_MakeCoro(void *f)\n"
 		   "{ return (char *)f + 1; }\n"
+		   "#ifndef TPNAME\n#define TPNAME \"coroutine\"\n#endif\n"
+		   "#define STATIC __attribute__((noinline, visibility(\"hidden\")))\n"
+		   "STATIC void *gen_send(void *s, void *a) { return (char *)s + 2; }\n"
+		   "STATIC void gen_dealloc(void *s) { *(char *)s = 0; }\n"
+		   "STATIC int PyGen_am_send(void *a, void *b, void **c) { *c = b; return 1; }\n"
+		   "static void *as_async[4] = { 0, 0, 0, (void *)PyGen_am_send };\n"
+		   "static struct { const char *name; void *meth; int flags; const char *doc; }\n"
+		   "methods[] = { { \"throw\", (void *)helper, 1, 0 }, { \"send\", (void *)gen_send, 1, 0 },\n"
+		   "\t{ 0, 0, 0, 0 } };\n"
+		   "void *PyCoro_Type[52] = { [3] = TPNAME, [6] = (void *)gen_dealloc, [10] = as_async,\n"
+		   "\t[29] = methods };\n"
 		   "long _PyEval_EvalFrameDefault(const unsigned char *code, void *f)\n{\n"
 		   "\tlong r = 0;\n\tstatic void *opcode_targets[256] = {");
 	for (int i = 0; i < 256; i++)
@@ -627,6 +640,22 @@ static void synthetic_interpreter(const char *tools, int machine)
 	assert_int_equal(h.opcode_table, ref(&syms, "opcode_targets"));
 	assert_int_equal(h.make_coro.source, HOOK_OPCODE_CALL);
 	assert_int_equal(h.make_coro.vaddr, ref(&syms, "_Py_MakeCoro"));
+	assert_int_equal(h.gen_dealloc.source, HOOK_TYPE_SLOT);
+	assert_int_equal(h.gen_dealloc.vaddr, ref(&syms, "gen_dealloc"));
+	assert_int_equal(h.coro_send.source, HOOK_TYPE_SLOT);
+	assert_int_equal(h.coro_send.vaddr, ref(&syms, "PyGen_am_send"));
+	assert_int_equal(h.gen_send.source, HOOK_METHOD_TABLE);
+	assert_int_equal(h.gen_send.vaddr, ref(&syms, "gen_send"));
+	assert_int_equal(h.gen_throw.vaddr, ref(&syms, "helper"));
+	assert_int_equal(h.gen_close.source, HOOK_MISSING);
+	/* not the coroutine type: its slots are not used */
+	assert_true(build_synthetic(tools, "generator",
+				    "-DTPNAME='\"generator\"' -DMAKE_VIS='\"hidden\"' -DCALL75=_Py_MakeCoro",
+				    so, sizeof(so), s));
+	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.gen_dealloc.source, HOOK_MISSING);
+	assert_int_equal(h.gen_send.source, HOOK_MISSING);
+	assert_int_equal(h.make_coro.source, HOOK_OPCODE_CALL);
 	/* exported: called through the PLT */
 	assert_true(build_synthetic(tools, "exported", "-DMAKE_VIS='\"default\"' -DCALL75=_Py_MakeCoro",
 				    so, sizeof(so), s));
