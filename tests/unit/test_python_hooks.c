@@ -845,6 +845,59 @@ static void truncated_elf(void **state)
 	find_in(path, &h);
 }
 
+/* Adds GROW to the p_filesz of every PT_LOAD of PATH, and moves the
+ * read-only ones' p_offset to MOVE when it is not 0. */
+static void patch_segments(const char *path, uint64_t grow, uint64_t move)
+{
+	FILE *f = fopen(path, "r+");
+	Elf64_Ehdr eh;
+
+	assert_non_null(f);
+	assert_int_equal(fread(&eh, sizeof(eh), 1, f), 1);
+	for (int i = 0; i < eh.e_phnum; i++) {
+		long at = (long)(eh.e_phoff + (uint64_t)i * eh.e_phentsize);
+		Elf64_Phdr ph;
+
+		assert_int_equal(fseek(f, at, SEEK_SET), 0);
+		assert_int_equal(fread(&ph, sizeof(ph), 1, f), 1);
+		if (ph.p_type != PT_LOAD)
+			continue;
+		ph.p_filesz += grow;
+		if (move && !(ph.p_flags & (PF_W | PF_X)))
+			ph.p_offset = move;
+		assert_int_equal(fseek(f, at, SEEK_SET), 0);
+		assert_int_equal(fwrite(&ph, sizeof(ph), 1, f), 1);
+	}
+	fclose(f);
+}
+
+/* Segments that say they hold more of the file than it has: read up to
+ * its end and no further. */
+static void segments_beyond_the_file(void **state)
+{
+	char lib[PATH_MAX], stripped[PATH_MAX], path[PATH_MAX];
+	struct python_hooks h;
+
+	(void)state;
+	if (!pyenv_lib(12, lib, sizeof(lib)))
+		skip();
+	stripped_copy(lib, stripped, sizeof(stripped));
+	snprintf(path, sizeof(path), "%s/longsegments.so", tmp);
+	assert_int_equal(run("cp '%s' '%s'", stripped, path), 0);
+	patch_segments(path, 1ull << 30, 0);
+	assert_int_equal(find_in(path, &h), 0);
+	assert_int_equal(h.gen_dealloc.source, HOOK_TYPE_SLOT);
+	assert_int_equal(h.make_coro.source, HOOK_OPCODE_CALL);
+	/* read-only data past the end: no tp_name to check the type by, no
+	 * .eh_frame_hdr to check a call target by */
+	assert_int_equal(run("cp '%s' '%s'", stripped, path), 0);
+	patch_segments(path, 0, 1ull << 40);
+	assert_int_equal(find_in(path, &h), 0);
+	assert_int_equal(h.gen_dealloc.source, HOOK_MISSING);
+	assert_int_equal(h.make_coro.source, HOOK_MISSING);
+	assert_int_equal(h.eval_frame.source, HOOK_DYNSYM);
+}
+
 /* A .gnu_debugdata that is not xz, or xz of something not ELF: noted,
  * the other sources still used. */
 static void broken_debugdata(void **state)
@@ -918,6 +971,7 @@ int main(void)
 		cmocka_unit_test(not_elf_or_missing),
 		cmocka_unit_test(elf_without_symbols),
 		cmocka_unit_test(truncated_elf),
+		cmocka_unit_test(segments_beyond_the_file),
 		cmocka_unit_test(broken_debugdata),
 		cmocka_unit_test(source_names),
 	};
