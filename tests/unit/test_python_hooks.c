@@ -43,6 +43,15 @@ static int run(const char *fmt, ...)
 	return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
 }
 
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
 static bool have(const char *tool)
 {
 	return run("command -v %s >/dev/null 2>&1", tool) == 0;
@@ -612,6 +621,14 @@ static bool build_synthetic(const char *tools, const char *name, const char *fla
 {
 	char src[PATH_MAX];
 
+	snprintf(src, sizeof(src), "%s/other.c", tmp);
+	/* another file's static of the same name: two local gen_dealloc */
+	if (access(src, R_OK) != 0) {
+		const char *other = "static void gen_dealloc(void *s) { *(char *)s = 1; }\n"
+				    "void *other_dealloc = (void *)gen_dealloc;\n";
+
+		write_file(src, other, strlen(other));
+	}
 	snprintf(src, sizeof(src), "%s/synthetic.c", tmp);
 	if (access(src, R_OK) != 0)
 		write_synthetic(src);
@@ -624,7 +641,7 @@ static bool build_synthetic(const char *tools, const char *name, const char *fla
 
 static void synthetic_interpreter(const char *tools, int machine)
 {
-	char so[PATH_MAX], s[PATH_MAX], why[160];
+	char so[PATH_MAX], s[PATH_MAX], path[PATH_MAX], why[160];
 	struct python_hooks h;
 	struct refs syms;
 
@@ -663,6 +680,23 @@ static void synthetic_interpreter(const char *tools, int machine)
 	assert_int_equal(python_hooks_find(s, 3, 12, &h, err, sizeof(err)), 0);
 	assert_int_equal(python_hooks_opcode_call(s, &h, 75, why, sizeof(why)),
 			 ref(&syms, "_Py_MakeCoro"));
+	/* MiniDebugInfo with every symbol: it comes before .dynsym */
+	assert_int_equal(run("cd '%s' && %sobjcopy --only-keep-debug '%s' all.debug && "
+			     "%sobjcopy --strip-debug all.debug all.mini && xz -f all.mini && "
+			     "cp '%s' all.so && %sobjcopy --add-section .gnu_debugdata=all.mini.xz all.so",
+			     tmp, tools, so, tools, s, tools), 0);
+	snprintf(path, sizeof(path), "%s/all.so", tmp);
+	assert_int_equal(python_hooks_find(path, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.make_coro.source, HOOK_DEBUGDATA);
+	assert_int_equal(h.make_coro.vaddr, ref(&syms, "_Py_MakeCoro"));
+	assert_int_equal(h.gen_dealloc.source, HOOK_DEBUGDATA);
+	/* two static gen_dealloc in .symtab: neither trusted, the slot is */
+	snprintf(path, sizeof(path), "-DMAKE_VIS='\"hidden\"' -DCALL75=_Py_MakeCoro '%s/other.c'",
+		 tmp);
+	assert_true(build_synthetic(tools, "twodeallocs", path, so, sizeof(so), s));
+	assert_int_equal(python_hooks_find(so, 3, 12, &h, err, sizeof(err)), 0);
+	assert_int_equal(h.gen_dealloc.source, HOOK_TYPE_SLOT);
+	assert_int_equal(h.gen_send.source, HOOK_SYMTAB);
 	/* the first call goes to a function two handlers call: refused */
 	assert_true(build_synthetic(tools, "shared", "-DMAKE_VIS='\"hidden\"' -DCALL75=helper", so,
 				    sizeof(so), s));
@@ -755,15 +789,6 @@ static void relr_pointers(void **state)
 }
 
 /* ---- broken files ------------------------------------------------------------------ */
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	fclose(f);
-}
 
 static int find_in(const char *path, struct python_hooks *h)
 {
