@@ -48,16 +48,18 @@ PM_CFLAGS := $(CFLAGS) $(WARN) $(FP_FLAGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
 	-Wno-unused-parameter -Ivmlinux/$(ARCH) -Iinclude $(CLANG_BPF_SYS_INCLUDES)
 
-# Link libbpf, libelf, zlib and json-c statically where the .a files exist
-# so ./pmetrics can be copied to another machine of the same architecture.
+# Link libbpf, libelf, zlib, liblzma and json-c statically where the .a
+# files exist so ./pmetrics can be copied to another machine of the same
+# architecture. liblzma reads MiniDebugInfo (.gnu_debugdata, xz) of a
+# stripped interpreter.
 LIBDIR := /usr/lib/$(ARCH_UNAME)-linux-gnu
-STATIC_OK := $(and $(wildcard $(LIBDIR)/libbpf.a),$(wildcard $(LIBDIR)/libelf.a),$(wildcard $(LIBDIR)/libz.a),$(wildcard $(LIBDIR)/libjson-c.a))
+STATIC_OK := $(and $(wildcard $(LIBDIR)/libbpf.a),$(wildcard $(LIBDIR)/libelf.a),$(wildcard $(LIBDIR)/libz.a),$(wildcard $(LIBDIR)/liblzma.a),$(wildcard $(LIBDIR)/libjson-c.a))
 ifneq ($(STATIC_OK),)
-LIBS := -Wl,-Bstatic -lbpf -lelf -ljson-c -lz -Wl,-Bdynamic -lm -lpthread
+LIBS := -Wl,-Bstatic -lbpf -lelf -ljson-c -llzma -lz -Wl,-Bdynamic -lm -lpthread
 else
-LIBS := -lbpf -lelf -ljson-c -lz -lm -lpthread
+LIBS := -lbpf -lelf -ljson-c -llzma -lz -lm -lpthread
 endif
-DYN_LIBS := -lbpf -lelf -ljson-c -lz -lm -lpthread
+DYN_LIBS := -lbpf -lelf -ljson-c -llzma -lz -lm -lpthread
 
 BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
 # The span tracers are built a second time with PMETRICS_NO_BTF: without
