@@ -164,10 +164,10 @@ static void print_text(const struct kernel_facts *f, const struct capability_rep
 		const struct pyspan_hook_point *pt = &t->python.points[i];
 
 		if (pt->found)
-			printf("  hook point    %-28s %s at file offset 0x%llx\n", pt->symbol,
-			       pt->in_dynsym ? ".dynsym" : ".symtab", pt->offset);
+			printf("  hook point    %-24s %s at file offset 0x%llx (%s)\n", pt->symbol,
+			       pt->source, pt->offset, pt->detail);
 		else
-			printf("  hook point    %-28s missing\n", pt->symbol);
+			printf("  hook point    %-24s missing: %s\n", pt->symbol, pt->detail);
 	}
 }
 
@@ -209,11 +209,19 @@ static void json_target(pid_t pid, const struct target_facts *t)
 
 		printf("%s{\"symbol\":", i ? "," : "");
 		json_string(pt->symbol);
-		if (pt->found)
-			printf(",\"found\":true,\"table\":\"%s\",\"offset\":%llu}",
-			       pt->in_dynsym ? ".dynsym" : ".symtab", pt->offset);
-		else
-			printf(",\"found\":false}");
+		printf(",\"use\":");
+		json_string(pt->use);
+		if (pt->found) {
+			printf(",\"found\":true,\"source\":");
+			json_string(pt->source);
+			printf(",\"detail\":");
+			json_string(pt->detail);
+			printf(",\"offset\":%llu}", pt->offset);
+		} else {
+			printf(",\"found\":false,\"why\":");
+			json_string(pt->detail);
+			printf("}");
+		}
 	}
 	printf("]}}");
 }

@@ -24,6 +24,7 @@
 #define TP_NAME 24
 #define TP_DEALLOC 48
 #define TP_AS_ASYNC 80
+#define TP_ITERNEXT 224
 #define TP_METHODS 232
 #define AM_SEND 24
 #define METHODDEF_SIZE 32
@@ -40,7 +41,8 @@ static const enum hook_source table_source[N_TABLES] = { HOOK_SYMTAB, HOOK_DEBUG
 
 enum sym_id {
 	S_EVAL, S_VECTORCALL, S_AM_SEND, S_PYGEN_SEND, S_ITER_SEND, S_GEN_SEND, S_GEN_THROW,
-	S_GEN_CLOSE, S_GEN_DEALLOC, S_MAKE_CORO, S_CORO_TYPE, S_OPCODE_TARGETS, N_SYMS
+	S_GEN_CLOSE, S_GEN_DEALLOC, S_GEN_ITERNEXT, S_MAKE_CORO, S_CORO_TYPE, S_GEN_TYPE,
+	S_OPCODE_TARGETS, N_SYMS
 };
 
 static const struct {
@@ -56,8 +58,10 @@ static const struct {
 	[S_GEN_THROW] = { "gen_throw", STT_FUNC },
 	[S_GEN_CLOSE] = { "gen_close", STT_FUNC },
 	[S_GEN_DEALLOC] = { "gen_dealloc", STT_FUNC },
+	[S_GEN_ITERNEXT] = { "gen_iternext", STT_FUNC },
 	[S_MAKE_CORO] = { "_Py_MakeCoro", STT_FUNC },
 	[S_CORO_TYPE] = { "PyCoro_Type", STT_OBJECT },
+	[S_GEN_TYPE] = { "PyGen_Type", STT_OBJECT },
 	/* a function's static: "opcode_targets.N" */
 	[S_OPCODE_TARGETS] = { "opcode_targets", STT_OBJECT },
 };
@@ -75,6 +79,7 @@ struct search {
 	int minor;
 	struct sym_hit hits[N_TABLES][N_SYMS];
 	uint64_t coro_type;         /* PyCoro_Type, checked by its tp_name */
+	uint64_t gen_type;          /* PyGen_Type, likewise */
 	uint64_t table;             /* opcode_targets */
 	uint64_t targets[OPCODES];  /* its entries */
 	char table_why[160];        /* why there is no table */
@@ -236,24 +241,34 @@ static bool string_is(struct search *s, uint64_t vaddr, const char *want)
 	return b && memcmp(b, want, strlen(want) + 1) == 0;
 }
 
-/* PyCoro_Type's address, when its tp_name says it is the type: a build
- * whose PyObject header differs (Py_TRACE_REFS) fails here, not later. */
-static void find_coro_type(struct search *s)
+/* A type object's address, when its tp_name says it is the type: a
+ * build whose PyObject header differs (Py_TRACE_REFS) fails here, not
+ * later. */
+static uint64_t find_type(struct search *s, enum sym_id id, const char *tp_name)
 {
-	const struct sym_hit *h = symbol(s, S_CORO_TYPE, NULL);
+	const struct sym_hit *h = symbol(s, id, NULL);
 
-	if (h && string_is(s, pointer_at(s, h->value + TP_NAME, NULL, 0), "coroutine"))
-		s->coro_type = h->value;
+	if (h && string_is(s, pointer_at(s, h->value + TP_NAME, NULL, 0), tp_name))
+		return h->value;
+	return 0;
 }
 
-static int from_slot(struct search *s, struct python_hook_point *pt, uint64_t place,
-		     const char *what)
+static void find_coro_type(struct search *s)
+{
+	s->coro_type = find_type(s, S_CORO_TYPE, "coroutine");
+	s->gen_type = find_type(s, S_GEN_TYPE, "generator");
+}
+
+/* The function in the slot at PLACE of TYPE (named TYPE_NAME). */
+static int from_type_slot(struct search *s, struct python_hook_point *pt, uint64_t type,
+			  const char *type_name, uint64_t place, const char *what)
 {
 	char how[96];
 	uint64_t fn;
 
-	if (!s->coro_type || !place) {
-		why(s, "PyCoro_Type is not exported, not a type of this layout, or has no %s", what);
+	if (!type || !place) {
+		why(s, "%s is not exported, not a type of this layout, or has no %s", type_name,
+		    what);
 		return -1;
 	}
 	fn = pointer_at(s, place, how, sizeof(how));
@@ -262,6 +277,12 @@ static int from_slot(struct search *s, struct python_hook_point *pt, uint64_t pl
 		return -1;
 	}
 	return set_point(s, pt, fn, HOOK_TYPE_SLOT, "%s (%s)", what, how);
+}
+
+static int from_slot(struct search *s, struct python_hook_point *pt, uint64_t place,
+		     const char *what)
+{
+	return from_type_slot(s, pt, s->coro_type, "PyCoro_Type", place, what);
 }
 
 static int from_method(struct search *s, struct python_hook_point *pt, const char *name)
@@ -604,6 +625,12 @@ static void find_coroutine_points(struct search *s, struct python_hooks *out)
 	    from_slot(s, &out->gen_dealloc, s->coro_type ? s->coro_type + TP_DEALLOC : 0,
 		      "PyCoro_Type.tp_dealloc"))
 		missing(s, &out->gen_dealloc);
+	/* a generator's step in a for loop (the same function for every
+	 * generator object) */
+	if (from_symbol(s, &out->gen_iternext, S_GEN_ITERNEXT) &&
+	    from_type_slot(s, &out->gen_iternext, s->gen_type, "PyGen_Type",
+			   s->gen_type ? s->gen_type + TP_ITERNEXT : 0, "PyGen_Type.tp_iternext"))
+		missing(s, &out->gen_iternext);
 	if (s->minor < 10) {
 		if (from_symbol(s, &out->coro_send, S_PYGEN_SEND))
 			missing(s, &out->coro_send);

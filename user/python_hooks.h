@@ -2,8 +2,9 @@
 /* Where a CPython build's hook points are: the functions pmetrics puts
  * uprobes on, found from its symbols when it has them and otherwise from
  * what a stripped build (strip --strip-unneeded: .dynsym only) still
- * holds: the exported PyCoro_Type's slots and method table, and the
- * computed-goto opcode table of _PyEval_EvalFrameDefault. */
+ * holds: the exported PyCoro_Type's and PyGen_Type's slots, the former's
+ * method table, and the computed-goto opcode table of
+ * _PyEval_EvalFrameDefault. */
 #ifndef PMETRICS_PYTHON_HOOKS_H
 #define PMETRICS_PYTHON_HOOKS_H
 
@@ -36,6 +37,7 @@ struct python_hooks {
 		iter_send,                    /* PyIter_Send, 3.10+ */
 		gen_send, gen_throw, gen_close, /* coroutine.send(), .throw(), .close() */
 		gen_dealloc,                  /* PyCoro_Type.tp_dealloc */
+		gen_iternext,                 /* PyGen_Type.tp_iternext */
 		make_coro;                    /* _Py_MakeCoro, 3.11+ */
 	uint64_t opcode_table; /* vaddr of opcode_targets, 0 when not found */
 	bool stripped;         /* no .symtab */

@@ -158,7 +158,8 @@ static uint64_t ref_size(const struct refs *r, const char *name)
 
 #define WANTED_NAMES                                                                           \
 	"(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|PyGen_am_send|_PyGen_Send|"          \
-	"PyIter_Send|gen_send|gen_throw|gen_close|gen_dealloc|_Py_MakeCoro|make_gen|helper)"          \
+	"PyIter_Send|gen_send|gen_throw|gen_close|gen_dealloc|gen_iternext|_Py_MakeCoro|"      \
+	"make_gen|helper)"                                                                     \
 	"(\\.lto_priv\\.[0-9]+)?|opcode_targets(\\.[0-9]+)?"
 
 /* Which hook point is which function, and where a stripped file keeps
@@ -184,6 +185,7 @@ static int expectations(int minor, struct expect *e)
 		{ POINT(gen_throw), "gen_throw", HOOK_METHOD_TABLE },
 		{ POINT(gen_close), "gen_close", HOOK_METHOD_TABLE },
 		{ POINT(gen_dealloc), "gen_dealloc", HOOK_TYPE_SLOT },
+		{ POINT(gen_iternext), "gen_iternext", HOOK_TYPE_SLOT },
 		{ POINT(make_coro), minor >= 11 ? "_Py_MakeCoro" : NULL, HOOK_OPCODE_CALL },
 	};
 
