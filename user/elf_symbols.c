@@ -746,18 +746,17 @@ bool elf_has_symtab(const char *path)
 	return found;
 }
 
-/* The first string of PATH's .dynamic entries of kind TAG that starts
- * with PREFIX ("" for any). Returns 0, or -1 when there is none. */
-static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
-			  char *out, size_t len)
+/* Calls FN with each string of PATH's .dynamic entries of kind TAG, in
+ * their order, until it returns true. Returns 0 when one did, -1 when
+ * none did or PATH is not a readable ELF file. */
+static int dynamic_each(const char *path, Elf64_Sxword tag,
+			bool (*fn)(const char *s, void *arg), void *arg)
 {
-	size_t plen = strlen(prefix);
 	char err[256];
 	struct elf_file f;
 	Elf_Scn *scn = NULL;
 	int ret = -1;
 
-	out[0] = '\0';
 	if (elf_file_open(&f, path, err, sizeof(err)))
 		return -1;
 	while (ret && (scn = elf_nextscn(f.elf, scn))) {
@@ -767,22 +766,46 @@ static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
 			continue;
 		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 0; data && ret && i < sh.sh_size / sh.sh_entsize; i++) {
 			const char *s;
 			GElf_Dyn dyn;
 
 			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag != tag)
 				continue;
 			s = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val);
-			if (s && strncmp(s, prefix, plen) == 0) {
-				snprintf(out, len, "%s", s);
+			if (s && fn(s, arg))
 				ret = 0;
-				break;
-			}
 		}
 	}
 	elf_file_close(&f);
 	return ret;
+}
+
+struct prefix_match {
+	const char *prefix;
+	char *out;
+	size_t len;
+};
+
+static bool copy_if_prefix(const char *s, void *arg)
+{
+	struct prefix_match *m = arg;
+
+	if (strncmp(s, m->prefix, strlen(m->prefix)) != 0)
+		return false;
+	snprintf(m->out, m->len, "%s", s);
+	return true;
+}
+
+/* The first string of PATH's .dynamic entries of kind TAG that starts
+ * with PREFIX ("" for any), into OUT. Returns 0, or -1 when there is none. */
+static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
+			  char *out, size_t len)
+{
+	struct prefix_match m = { prefix, out, len };
+
+	out[0] = '\0';
+	return dynamic_each(path, tag, copy_if_prefix, &m);
 }
 
 int elf_soname(const char *path, char *out, size_t len)
@@ -803,6 +826,11 @@ int elf_runpath(const char *path, char *out, size_t len)
 int elf_needed(const char *path, const char *prefix, char *out, size_t len)
 {
 	return dynamic_string(path, DT_NEEDED, prefix, out, len);
+}
+
+bool elf_needs(const char *path, bool (*match)(const char *needed, void *arg), void *arg)
+{
+	return dynamic_each(path, DT_NEEDED, match, arg) == 0;
 }
 
 int elf_header_fd(int fd, int *machine, int *elf_class)

@@ -40,6 +40,9 @@ int elf_runpath(const char *path, char *out, size_t len);
  * Returns 0, or -1 when there is none. */
 int elf_needed(const char *path, const char *prefix, char *out, size_t len);
 
+/* Whether MATCH returns true for one of PATH's DT_NEEDED names. */
+bool elf_needs(const char *path, bool (*match)(const char *needed, void *arg), void *arg);
+
 /* PATH's e_machine (EM_X86_64, EM_AARCH64), or -1 when it is not a
  * regular ELF file. */
 int elf_machine(const char *path);

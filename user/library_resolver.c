@@ -3,17 +3,19 @@
 #include "library_resolver.h"
 #include "elf_symbols.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
@@ -142,7 +144,10 @@ struct search {
 	const char *name;
 	int machine;  /* the executable's e_machine: a library must match */
 	bool loose;   /* names_file()'s loose rule */
+	bool secure;  /* the target runs with AT_SECURE */
+	bool direct;  /* NAME is one of the executable's own DT_NEEDED */
 	char origin[PATH_MAX]; /* $ORIGIN: the executable's directory */
+	char cwd[PATH_MAX];    /* a command about to start: its working directory */
 	struct resolved_file *out;
 };
 
@@ -180,24 +185,80 @@ static bool search_dir(struct search *s, const char *dir)
 	return found;
 }
 
-/* Each directory of the ':'-separated LIST, $ORIGIN expanded. */
-static bool search_list(struct search *s, const char *list)
+/* The length of the dynamic string token $NAME or ${NAME} at P (N bytes
+ * of an entry), or 0 when there is none there ("$ORIGINAL" is not one). */
+static size_t token_at(const char *p, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+
+	if (p[0] != '$' || n < 1 + k)
+		return 0;
+	if (p[1] == '{')
+		return n >= 3 + k && strncmp(p + 2, name, k) == 0 && p[2 + k] == '}' ? 3 + k : 0;
+	if (strncmp(p + 1, name, k) != 0)
+		return 0;
+	return n == 1 + k || !(isalnum((unsigned char)p[1 + k]) || p[1 + k] == '_') ? 1 + k : 0;
+}
+
+/* One entry (N bytes at ENTRY) of a search list as a directory of the
+ * target's view, into DIR: $ORIGIN or ${ORIGIN}, wherever it is in the
+ * entry, is the executable's directory, as ld.so expands it. False for
+ * an entry ld.so would search but that is skipped here:
+ * - $LIB or $PLATFORM: their values are built into the target's ld.so;
+ * - $ORIGIN in a secure target: ld.so expands it there only into its
+ *   trusted system directories, which are searched last anyway;
+ * - empty (ld.so reads it as ".") or relative, in a running process: it
+ *   names a directory below the working directory the process has when
+ *   the library is loaded, which pmetrics cannot know (a library it
+ *   already has is found by its mappings first). For a command about to
+ *   start it is pmetrics' own, which the command inherits. */
+static bool expand_entry(const struct search *s, const char *entry, size_t n, char *dir, size_t len)
+{
+	char rel[PATH_MAX];
+	size_t used = 0, k;
+
+	dir[0] = '\0';
+	for (size_t i = 0; i < n; i += k) {
+		const char *add = entry + i;
+		size_t add_len = 1;
+
+		k = token_at(entry + i, n - i, "ORIGIN");
+		if (k) {
+			if (s->secure)
+				return false;
+			add = s->origin;
+			add_len = strlen(s->origin);
+		} else if (token_at(entry + i, n - i, "LIB") || token_at(entry + i, n - i, "PLATFORM")) {
+			return false;
+		} else {
+			k = 1;
+		}
+		if (used + add_len >= len)
+			return false;
+		memcpy(dir + used, add, add_len);
+		used += add_len;
+		dir[used] = '\0';
+	}
+	if (dir[0] == '/')
+		return true;
+	if (s->v->pid || !s->cwd[0])
+		return false;
+	/* relative to the working directory the command will start in */
+	memcpy(rel, dir, used + 1);
+	return fits(snprintf(dir, len, "%s%s%s", s->cwd, used ? "/" : "", rel), len);
+}
+
+/* Each directory of the LIST, its entries separated by any of SEPS. */
+static bool search_list(struct search *s, const char *list, const char *seps)
 {
 	char dir[PATH_MAX];
 
 	while (list && *list) {
-		size_t n = strcspn(list, ":");
-		int w;
+		size_t n = strcspn(list, seps);
 
-		if (n >= 9 && strncmp(list, "${ORIGIN}", 9) == 0)
-			w = snprintf(dir, sizeof(dir), "%s%.*s", s->origin, (int)(n - 9), list + 9);
-		else if (n >= 7 && strncmp(list, "$ORIGIN", 7) == 0)
-			w = snprintf(dir, sizeof(dir), "%s%.*s", s->origin, (int)(n - 7), list + 7);
-		else
-			w = snprintf(dir, sizeof(dir), "%.*s", (int)n, list);
-		if (n && fits(w, sizeof(dir)) && dir[0] == '/' && search_dir(s, dir))
+		if (expand_entry(s, list, n, dir, sizeof(dir)) && search_dir(s, dir))
 			return true;
-		list += n + (list[n] == ':');
+		list += n + (list[n] != '\0');
 	}
 	return false;
 }
@@ -229,6 +290,77 @@ static void library_path_env(const struct target_view *v, char *out, size_t len)
 	}
 	free(env);
 	fclose(f);
+}
+
+/* Whether a running process has AT_SECURE in its auxiliary vector; its
+ * entries are words of the executable's class. */
+static bool auxv_secure(const struct target_view *v)
+{
+	unsigned char buf[8192];
+	char path[64];
+	int fd, machine, elf_class = 0;
+	size_t word, got = 0;
+	ssize_t n;
+	bool secure = false;
+
+	fd = open(v->exe, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (elf_header_fd(fd, &machine, &elf_class) != 0)
+			elf_class = 0;
+		close(fd);
+	}
+	word = elf_class == ELFCLASS32 ? 4 : 8;
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)v->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (got < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	for (size_t i = 0; i + 2 * word <= got; i += 2 * word) {
+		uint64_t type = 0, value = 0;
+
+		if (word == 4) {
+			uint32_t t, x;
+
+			memcpy(&t, buf + i, 4);
+			memcpy(&x, buf + i + 4, 4);
+			type = t;
+			value = x;
+		} else {
+			memcpy(&type, buf + i, 8);
+			memcpy(&value, buf + i + 8, 8);
+		}
+		if (type == AT_NULL)
+			break;
+		if (type == AT_SECURE)
+			secure = value != 0;
+	}
+	return secure;
+}
+
+/* Does the target run with AT_SECURE (set-user-ID, set-group-ID or file
+ * capabilities gained at exec)? ld.so then ignores LD_LIBRARY_PATH. A
+ * running process's auxiliary vector says; for a command about to start,
+ * what execve will decide from its file and our ids. */
+static bool target_secure(const struct target_view *v)
+{
+	struct statvfs fs;
+	struct stat st;
+	uid_t euid;
+	gid_t egid;
+
+	if (v->pid)
+		return auxv_secure(v);
+	if (stat(v->exe, &st) != 0 || (statvfs(v->exe, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+		return false;
+	euid = st.st_mode & S_ISUID ? st.st_uid : geteuid();
+	/* S_ISGID without group execute is mandatory locking, not set-group-ID */
+	egid = (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ? st.st_gid : getegid();
+	if (euid != getuid() || egid != getgid())
+		return true;
+	/* file capabilities raise a user other than root */
+	return getuid() != 0 && getxattr(v->exe, "security.capability", NULL, 0) > 0;
 }
 
 static bool take_cached(const char *path, void *arg)
@@ -267,41 +399,6 @@ static bool search_cache(struct search *s)
 	return found;
 }
 
-/* Appends the directories of the ld.so.conf at FILE (in the view) to
- * LIST, following its include lines. */
-static void conf_dirs(const struct target_view *v, const char *file, char *list, size_t len,
-		      int depth)
-{
-	char path[PATH_MAX], line[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s%s", v->root, file);
-	f = depth < 4 ? fopen(path, "re") : NULL;
-	while (f && fgets(line, sizeof(line), f)) {
-		char *item = line + strspn(line, " \t");
-		size_t used = strlen(list);
-
-		item[strcspn(item, "#\r\n")] = '\0';
-		if (strncmp(item, "include", 7) == 0 && (item[7] == ' ' || item[7] == '\t')) {
-			char pattern[PATH_MAX + 64];
-			glob_t g;
-
-			item += 8 + strspn(item + 8, " \t");
-			snprintf(pattern, sizeof(pattern), "%s%s", v->root, item);
-			if (glob(pattern, 0, NULL, &g) != 0)
-				continue;
-			for (size_t i = 0; i < g.gl_pathc; i++)
-				conf_dirs(v, g.gl_pathv[i] + strlen(v->root), list, len, depth + 1);
-			globfree(&g);
-		} else if (item[0] == '/') {
-			item[strcspn(item, " \t=")] = '\0';
-			snprintf(list + used, len - used, "%s%s", used ? ":" : "", item);
-		}
-	}
-	if (f)
-		fclose(f);
-}
-
 /* Where ld.so looks last, for the executable's machine. */
 static const char *default_dirs(int machine)
 {
@@ -312,42 +409,61 @@ static const char *default_dirs(int machine)
 	return "/lib64:/usr/lib64:/lib:/usr/lib";
 }
 
-/* One pass of ld.so's order: DT_RPATH (without DT_RUNPATH),
- * LD_LIBRARY_PATH, DT_RUNPATH, the cache, the directories the cache is
- * made from (for a stale or missing cache), the defaults. */
+/* One pass of ld.so's order: the executable's DT_RPATH (when it has no
+ * DT_RUNPATH: it applies to every library loaded), LD_LIBRARY_PATH
+ * (split at ':' and ';', as ld.so does; not for a secure target), its
+ * DT_RUNPATH (only for its own DT_NEEDED: a library another one needs is
+ * searched in that one's), the cache, the defaults. ld.so never reads
+ * /etc/ld.so.conf: a directory named there but missing from a stale
+ * cache is not searched. */
 static bool search_all(struct search *s)
 {
 	char rpath[SEARCH_LIST_MAX], runpath[SEARCH_LIST_MAX], list[SEARCH_LIST_MAX];
 	bool has_runpath = elf_runpath(s->v->exe, runpath, sizeof(runpath)) == 0;
 
-	if (!has_runpath && elf_rpath(s->v->exe, rpath, sizeof(rpath)) == 0 && search_list(s, rpath))
+	if (!has_runpath && elf_rpath(s->v->exe, rpath, sizeof(rpath)) == 0 &&
+	    search_list(s, rpath, ":"))
 		return true;
-	library_path_env(s->v, list, sizeof(list));
-	if (search_list(s, list) || (has_runpath && search_list(s, runpath)))
+	if (!s->secure) {
+		library_path_env(s->v, list, sizeof(list));
+		if (search_list(s, list, ":;"))
+			return true;
+	}
+	if (has_runpath && s->direct && search_list(s, runpath, ":"))
 		return true;
-	if (search_cache(s))
-		return true;
-	list[0] = '\0';
-	conf_dirs(s->v, "/etc/ld.so.conf", list, sizeof(list), 0);
-	return search_list(s, list) || search_list(s, default_dirs(s->machine));
+	return search_cache(s) || search_list(s, default_dirs(s->machine), ":");
+}
+
+static bool is_wanted(const char *needed, void *arg)
+{
+	const struct search *s = arg;
+
+	return names_file(needed, s->name, s->loose);
 }
 
 int resolve_needed(const struct target_view *v, const char *name, struct resolved_file *out)
 {
-	struct search s = { .v = v, .name = name, .machine = elf_machine(v->exe), .out = out };
+	struct search s = { .v = v, .name = name, .out = out };
+	bool found = false;
 	char *slash;
 
+	if (strchr(name, '/'))
+		return -ENOENT;
+	s.machine = elf_machine(v->exe);
+	s.secure = target_secure(v);
 	snprintf(s.origin, sizeof(s.origin), "%s", v->exe_name);
 	slash = strrchr(s.origin, '/');
 	if (slash)
 		*slash = '\0';
-	if (strchr(name, '/'))
-		return -ENOENT;
+	if (v->pid || !getcwd(s.cwd, sizeof(s.cwd)))
+		s.cwd[0] = '\0';
 	/* exact names in ld.so's order first, then libfoo.so for libfoo.so.N */
-	if (search_all(&s))
-		return 0;
-	s.loose = true;
-	return search_all(&s) ? 0 : -ENOENT;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		s.loose = pass == 1;
+		s.direct = elf_needs(v->exe, is_wanted, &s);
+		found = search_all(&s);
+	}
+	return found ? 0 : -ENOENT;
 }
 
 /* ---- a probe's binary ----------------------------------------------- */

@@ -5,10 +5,11 @@
  * maps, through /proc/PID/map_files, even if the file was replaced or
  * deleted on disk since); otherwise a name is searched the way ld.so
  * would for the target's executable (DT_RPATH, LD_LIBRARY_PATH,
- * DT_RUNPATH, its /etc/ld.so.cache or ld.so.conf, the default
- * directories), always inside the target's root (/proc/PID/root), so a
- * target in another mount namespace (a container, a chroot) gets its own
- * files. Native and py: probes alike go through here. */
+ * DT_RUNPATH, its /etc/ld.so.cache, the default directories; never
+ * ld.so.conf, which ld.so does not read), always inside the target's
+ * root (/proc/PID/root), so a target in another mount namespace (a
+ * container, a chroot) gets its own files. Native and py: probes alike
+ * go through here. */
 #ifndef PMETRICS_LIBRARY_RESOLVER_H
 #define PMETRICS_LIBRARY_RESOLVER_H
 
