@@ -8,13 +8,15 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -79,23 +81,244 @@ static bool names_file(const char *base, const char *name, bool loose)
 	return strcmp(base, name) == 0 || (loose && strncmp(base, name, n) == 0 && base[n] == '.');
 }
 
+/* ---- files inside the target's root ---------------------------------- */
+
+/* A path like /proc/PID/root/usr/lib/libfoo.so enters the target's root
+ * through the magic link once; an absolute symlink met after it would
+ * restart at pmetrics' own root, and a probe land in the host's file of
+ * that name. So every file of the target is resolved here with the
+ * target's root as "/", and named by its path without symlinks, which
+ * leads from here to the same file. */
+
+#define MAX_SYMLINKS 40 /* the kernel's own limit for one path */
+#define MAX_DEPTH 256   /* directories one walk is inside at once */
+/* Every file of the target is opened like this: a FIFO put where a
+ * library or the cache should be does not block us (it is then refused
+ * by type; for a regular file O_NONBLOCK changes nothing), no terminal
+ * becomes ours, no fd leaks into a command we launch. */
+#define READ_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+
+/* The target's root, open here; -errno when it cannot be. */
+static int open_root(const struct target_view *v)
+{
+	int fd = open(v->root[0] ? v->root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* CANON (a path below the target's root) as a path from here. */
+static bool view_path(const struct target_view *v, const char *canon, char *out, size_t len)
+{
+	return fits(snprintf(out, len, "%s%s", v->root, canon), len);
+}
+
+static bool is_regular(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* PATH walked one component at a time below ROOT, the way the kernel does
+ * with RESOLVE_IN_ROOT: a symlink's target is read and walked in its
+ * turn, an absolute one from ROOT again, and ".." never climbs above
+ * ROOT. Each component is opened relative to the directory before it,
+ * never through a path, so nothing here leaves ROOT. The file found is
+ * opened with FLAGS; its path without symlinks ("/usr/lib/libc.so.6", "/"
+ * for ROOT itself) goes into CANON. Returns the fd, or -errno. */
+static int walk_in_root(int root, const char *path, int flags, char *canon, size_t len)
+{
+	char todo[PATH_MAX], link[PATH_MAX], joined[2 * PATH_MAX + 2];
+	int dirs[MAX_DEPTH], depth = 0, links = 0, file = -1, ret = 0;
+	size_t at = 0, used = 0;
+
+	if (len < 2 || !fits(snprintf(todo, sizeof(todo), "%s", path), sizeof(todo)))
+		return -ENAMETOOLONG;
+	dirs[0] = root;
+	canon[0] = '\0';
+	while (!ret && file < 0) {
+		char name[NAME_MAX + 1];
+		struct stat st;
+		ssize_t k;
+		size_t n;
+		bool last;
+		int fd;
+
+		at += strspn(todo + at, "/");
+		n = strcspn(todo + at, "/");
+		if (n == 0)
+			break;
+		if (n > NAME_MAX) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, todo + at, n);
+		name[n] = '\0';
+		at += n;
+		last = todo[at + strspn(todo + at, "/")] == '\0';
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			if (depth > 0) {
+				close(dirs[depth--]);
+				used = (size_t)(strrchr(canon, '/') - canon);
+				canon[used] = '\0';
+			}
+			continue;
+		}
+		fd = openat(dirs[depth], name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			ret = -errno;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			/* readlinkat() with "" reads the link an O_PATH fd holds */
+			k = readlinkat(fd, "", link, sizeof(link));
+			ret = k < 0 ? -errno : 0;
+			close(fd);
+			if (!ret && ++links > MAX_SYMLINKS)
+				ret = -ELOOP;
+			else if (!ret && (k == 0 || k == (ssize_t)sizeof(link)))
+				ret = k ? -ENAMETOOLONG : -ENOENT;
+			else if (!ret && !fits(snprintf(joined, sizeof(joined), "%.*s/%s", (int)k, link,
+						       todo + at), sizeof(todo)))
+				ret = -ENAMETOOLONG;
+			if (ret)
+				break;
+			memcpy(todo, joined, strlen(joined) + 1);
+			at = 0;
+			if (link[0] == '/') {
+				while (depth > 0)
+					close(dirs[depth--]);
+				used = 0;
+				canon[0] = '\0';
+			}
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode) && !last)
+			ret = -ENOTDIR;
+		else if (used + 1 + n >= len || depth + 1 >= MAX_DEPTH)
+			ret = -ENAMETOOLONG;
+		if (ret) {
+			close(fd);
+			break;
+		}
+		used += (size_t)snprintf(canon + used, len - used, "/%s", name);
+		if (S_ISDIR(st.st_mode)) {
+			dirs[++depth] = fd;
+			continue;
+		}
+		/* the file itself, opened by name in the directory it is in,
+		 * and still the one looked at */
+		close(fd);
+		file = openat(dirs[depth], name, flags | O_NOFOLLOW);
+		if (file < 0) {
+			ret = -errno;
+		} else {
+			struct stat now;
+
+			if (fstat(file, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+				close(file);
+				file = -1;
+				ret = -EAGAIN; /* replaced while we looked */
+			}
+		}
+	}
+	if (!ret && file < 0) {
+		/* a directory: the one the walk ended in */
+		file = openat(dirs[depth], ".", flags);
+		ret = file < 0 ? -errno : 0;
+	}
+	if (!canon[0])
+		snprintf(canon, len, "/");
+	while (depth > 0)
+		close(dirs[depth--]);
+	return ret ? ret : file;
+}
+
+#ifndef SYS_openat2
+#define SYS_openat2 437 /* the same number on every architecture */
+#endif
+
+/* Cleared when the kernel has no openat2 (before Linux 5.6, or a seccomp
+ * filter that refuses it, as some container runtimes' did). */
+static bool have_openat2 = true;
+
+/* PATH opened by the kernel itself with ROOT as "/": -ENOSYS when it
+ * cannot (no openat2). */
+static int kernel_open_in_root(int root, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)flags, .resolve = RESOLVE_IN_ROOT };
+	long fd;
+
+	if (!have_openat2)
+		return -ENOSYS;
+	fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+	have_openat2 = false;
+	return -ENOSYS;
+}
+
+/* PATH (absolute, in the target's view) opened with FLAGS inside ROOT,
+ * its path without symlinks below ROOT into CANON. Where the kernel has
+ * openat2 its RESOLVE_IN_ROOT decides which file that is, and the walk,
+ * which names it, must have found the same inode (else -EXDEV: the
+ * target changed the path meanwhile); elsewhere the walk alone decides.
+ * Returns an fd, or -errno. */
+static int open_in_root(int root, const char *path, int flags, char *canon, size_t len)
+{
+	int walked = walk_in_root(root, path, flags, canon, len), fd;
+	struct stat a, b;
+
+	if (walked < 0)
+		return walked;
+	fd = kernel_open_in_root(root, path, flags);
+	if (fd == -ENOSYS)
+		return walked;
+	if (fd >= 0 && (fstat(fd, &a) != 0 || fstat(walked, &b) != 0 || a.st_dev != b.st_dev ||
+			a.st_ino != b.st_ino)) {
+		close(fd);
+		fd = -EXDEV;
+	}
+	close(walked);
+	return fd;
+}
+
 /* ---- the process's own mappings ------------------------------------ */
 
 /* A mapped FILE of the process: through map_files when we may (needs
  * CAP_SYS_ADMIN; it is the inode the process maps even if the name now
- * leads elsewhere or nowhere), else by name in its root. */
-static void mapped_file(const struct target_view *v, unsigned long start, unsigned long end,
-			const char *file, bool deleted, struct resolved_file *out)
+ * leads elsewhere or nowhere), else by name inside its root. Returns 0,
+ * or -errno when neither leads to it. */
+static int mapped_file(const struct target_view *v, unsigned long start, unsigned long end,
+		       const char *file, bool deleted, struct resolved_file *out)
 {
-	snprintf(out->path, sizeof(out->path), "/proc/%d/map_files/%lx-%lx", (int)v->pid, start, end);
-	if (access(out->path, R_OK) != 0)
-		snprintf(out->path, sizeof(out->path), "%s%s", v->root, file);
-	snprintf(out->name, sizeof(out->name), "%s", file);
+	char canon[PATH_MAX];
+	int root, fd;
+
+	if (!fits(snprintf(out->name, sizeof(out->name), "%s", file), sizeof(out->name)))
+		return -ENAMETOOLONG;
 	out->replaced = deleted;
+	snprintf(out->path, sizeof(out->path), "/proc/%d/map_files/%lx-%lx", (int)v->pid, start, end);
+	if (access(out->path, R_OK) == 0)
+		return 0;
+	root = open_root(v);
+	fd = root < 0 ? root : open_in_root(root, file, READ_FLAGS, canon, sizeof(canon));
+	if (root >= 0)
+		close(root);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return view_path(v, canon, out->path, sizeof(out->path)) ? 0 : -ENAMETOOLONG;
 }
 
 /* The first mapping whose file's base name is NAME (MATCH_PREFIX: starts
- * with it; else names_file() with its loose rule). */
+ * with it; else names_file() with its loose rule) that can be opened. */
 static int find_mapping(const struct target_view *v, const char *name, bool match_prefix,
 			struct resolved_file *out)
 {
@@ -124,8 +347,7 @@ static int find_mapping(const struct target_view *v, const char *name, bool matc
 		base = base_name(file);
 		if (match_prefix ? strncmp(base, name, strlen(name)) != 0 : !names_file(base, name, true))
 			continue;
-		mapped_file(v, start, end, file, deleted, out);
-		ret = 0;
+		ret = mapped_file(v, start, end, file, deleted, out);
 	}
 	fclose(f);
 	return ret;
@@ -142,6 +364,7 @@ int resolve_mapped_prefix(const struct target_view *v, const char *prefix,
 struct search {
 	const struct target_view *v;
 	const char *name;
+	int root;     /* the target's root, open */
 	int machine;  /* the executable's e_machine: a library must match */
 	bool loose;   /* names_file()'s loose rule */
 	bool secure;  /* the target runs with AT_SECURE */
@@ -151,17 +374,27 @@ struct search {
 	struct resolved_file *out;
 };
 
-/* Is DIR/FILE (a path in the view) a library of the executable's
- * machine? Then it is the answer. */
+/* Is DIR/FILE (a path in the view) a regular file and a library of the
+ * executable's machine? Then it is the answer, named from here by its
+ * path without symlinks inside the target's root. */
 static bool take(struct search *s, const char *dir, const char *file)
 {
-	char here[PATH_MAX + 64];
+	char want[PATH_MAX], canon[PATH_MAX], path[sizeof(s->out->path)];
+	int fd, machine;
+	bool ok;
 
-	if (!fits(snprintf(here, sizeof(here), "%s%s/%s", s->v->root, dir, file), sizeof(s->out->path)) ||
-	    !fits(snprintf(s->out->name, sizeof(s->out->name), "%s/%s", dir, file), sizeof(s->out->name)) ||
-	    access(here, R_OK) != 0 || (s->machine >= 0 && elf_machine(here) != s->machine))
+	if (!fits(snprintf(want, sizeof(want), "%s/%s", dir, file), sizeof(want)))
 		return false;
-	memcpy(s->out->path, here, strlen(here) + 1);
+	fd = open_in_root(s->root, want, READ_FLAGS, canon, sizeof(canon));
+	if (fd < 0)
+		return false;
+	ok = is_regular(fd) &&
+	     (s->machine < 0 || (elf_header_fd(fd, &machine, NULL) == 0 && machine == s->machine));
+	close(fd);
+	if (!ok || !view_path(s->v, canon, path, sizeof(path)))
+		return false;
+	memcpy(s->out->path, path, sizeof(path));
+	memcpy(s->out->name, want, sizeof(want));
 	s->out->replaced = false;
 	return true;
 }
@@ -169,15 +402,17 @@ static bool take(struct search *s, const char *dir, const char *file)
 /* NAME in DIR; in the loose pass, a file NAME.* in it. */
 static bool search_dir(struct search *s, const char *dir)
 {
-	char here[PATH_MAX + 64];
+	char canon[PATH_MAX];
 	struct dirent *de;
 	bool found = false;
-	DIR *d;
+	DIR *d = NULL;
+	int fd;
 
 	if (!s->loose)
 		return take(s, dir, s->name);
-	snprintf(here, sizeof(here), "%s%s", s->v->root, dir);
-	d = opendir(here);
+	fd = open_in_root(s->root, dir, READ_FLAGS | O_DIRECTORY, canon, sizeof(canon));
+	if (fd >= 0 && !(d = fdopendir(fd)))
+		close(fd);
 	while (d && !found && (de = readdir(d)))
 		found = names_file(de->d_name, s->name, true) && take(s, dir, de->d_name);
 	if (d)
@@ -303,7 +538,7 @@ static bool auxv_secure(const struct target_view *v)
 	ssize_t n;
 	bool secure = false;
 
-	fd = open(v->exe, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = open(v->exe, READ_FLAGS);
 	if (fd >= 0) {
 		if (elf_header_fd(fd, &machine, &elf_class) != 0)
 			elf_class = 0;
@@ -369,32 +604,42 @@ static bool take_cached(const char *path, void *arg)
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 
-	if (!slash)
+	if (!slash || !fits(snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path), sizeof(dir)))
 		return false;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	return take(s, dir, slash + 1);
 }
 
-/* The target's /etc/ld.so.cache. */
+#define CACHE_MAX (64u << 20) /* far more than any real ld.so.cache */
+
+/* The target's /etc/ld.so.cache, when it is a regular file (a FIFO put
+ * there would block the read forever), read with pread rather than
+ * mapped (the target may truncate it under us, and a mapped page past
+ * the new end faults). */
 static bool search_cache(struct search *s)
 {
-	char path[PATH_MAX];
+	char canon[PATH_MAX], *buf = NULL;
 	struct stat st;
 	bool found = false;
-	void *map;
-	int fd;
+	size_t got = 0;
+	int fd = open_in_root(s->root, "/etc/ld.so.cache", READ_FLAGS, canon, sizeof(canon));
 
-	snprintf(path, sizeof(path), "%s/etc/ld.so.cache", s->v->root);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map != MAP_FAILED) {
-			found = ld_cache_lookup(map, (size_t)st.st_size, s->name, take_cached, s) == 0;
-			munmap(map, (size_t)st.st_size);
-		}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= CACHE_MAX)
+		buf = malloc((size_t)st.st_size);
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* cut short since: what was read is looked at */
+		got += (size_t)n;
 	}
+	if (got)
+		found = ld_cache_lookup(buf, got, s->name, take_cached, s) == 0;
+	free(buf);
 	close(fd);
 	return found;
 }
@@ -449,6 +694,9 @@ int resolve_needed(const struct target_view *v, const char *name, struct resolve
 
 	if (strchr(name, '/'))
 		return -ENOENT;
+	s.root = open_root(v);
+	if (s.root < 0)
+		return -ENOENT;
 	s.machine = elf_machine(v->exe);
 	s.secure = target_secure(v);
 	snprintf(s.origin, sizeof(s.origin), "%s", v->exe_name);
@@ -463,10 +711,41 @@ int resolve_needed(const struct target_view *v, const char *name, struct resolve
 		s.direct = elf_needs(v->exe, is_wanted, &s);
 		found = search_all(&s);
 	}
+	close(s.root);
 	return found ? 0 : -ENOENT;
 }
 
 /* ---- a probe's binary ----------------------------------------------- */
+
+/* An absolute BINARY in the target's view, resolved inside its root. */
+static int resolve_absolute(const struct target_view *v, const char *binary,
+			    struct resolved_file *out, char *err, size_t errlen)
+{
+	char canon[PATH_MAX];
+	int root = open_root(v), fd;
+	bool regular;
+
+	fd = root < 0 ? root : open_in_root(root, binary, READ_FLAGS, canon, sizeof(canon));
+	if (root >= 0)
+		close(root);
+	if (fd < 0) {
+		snprintf(err, errlen, "binary %s: %s", binary, strerror(-fd));
+		return -1;
+	}
+	regular = is_regular(fd);
+	close(fd);
+	if (!regular) {
+		snprintf(err, errlen, "binary %s is not a regular file: give the executable or "
+			 "library file itself", binary);
+		return -1;
+	}
+	if (!view_path(v, canon, out->path, sizeof(out->path)) ||
+	    !fits(snprintf(out->name, sizeof(out->name), "%s", binary), sizeof(out->name))) {
+		snprintf(err, errlen, "binary %s: its path is too long", binary);
+		return -1;
+	}
+	return 0;
+}
 
 int resolve_binary(const struct target_view *v, const char *binary, struct resolved_file *out,
 		   char *err, size_t errlen)
@@ -477,14 +756,8 @@ int resolve_binary(const struct target_view *v, const char *binary, struct resol
 		snprintf(out->name, sizeof(out->name), "%s", v->exe_name);
 		return 0;
 	}
-	if (binary[0] == '/') {
-		snprintf(out->path, sizeof(out->path), "%s%s", v->root, binary);
-		snprintf(out->name, sizeof(out->name), "%s", binary);
-		if (access(out->path, R_OK) == 0)
-			return 0;
-		snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
-		return -1;
-	}
+	if (binary[0] == '/')
+		return resolve_absolute(v, binary, out, err, errlen);
 	if (v->pid && find_mapping(v, binary, false, out) == 0)
 		return 0;
 	if (resolve_needed(v, binary, out) == 0)

@@ -2,8 +2,9 @@
 /* The library resolver against a fake target root: ld.so's search order
  * (RPATH, LD_LIBRARY_PATH, RUNPATH, ld.so.cache, the default directories,
  * never ld.so.conf), $ORIGIN, secure targets, the machine check, the
- * libfoo.so -> libfoo.so.N rule, and the ld.so.cache reader on
- * well-formed, real and broken images. */
+ * libfoo.so -> libfoo.so.N rule, symlinks that must stay inside the root
+ * (with and without openat2), FIFOs that must not block, and the
+ * ld.so.cache reader on well-formed, real and broken images. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,13 +14,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -221,6 +226,30 @@ static void a_probe_binary_in_the_targets_view(void **state)
 	assert_non_null(strstr(err, "binary /opt/app/bin/nothere: No such file"));
 	assert_int_equal(resolve_binary(&v, "libmissing.so", &f, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "libmissing.so is not a library found for /opt/app/bin/app"));
+}
+
+/* The parent directories of ROOT/REL. */
+static void make_parents(const char *rel)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+}
+
+/* ROOT/REL as a symlink to TARGET (read inside the fake root when
+ * absolute, as the target would). */
+static void put_link(const char *rel, const char *target)
+{
+	char path[PATH_MAX + 64];
+
+	make_parents(rel);
+	snprintf(path, sizeof(path), "%s%s", root, rel);
+	assert_int_equal(symlink(target, path), 0);
 }
 
 /* A copy of the file at FROM as ROOT/REL, mode MODE. */
@@ -514,6 +543,142 @@ static void a_secure_process_ignores_library_path(void **state)
 	assert_int_equal(resolve_in_running_sleeper(true), -ENOENT);
 }
 
+/* BINARY, resolved in V, opens ROOT/WANT and keeps its own name. */
+static bool resolves_to(const struct target_view *v, const char *binary, const char *want)
+{
+	char path[PATH_MAX + 64], err[512];
+	struct resolved_file f;
+
+	snprintf(path, sizeof(path), "%s%s", root, want);
+	if (resolve_binary(v, binary, &f, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", binary, err);
+		return false;
+	}
+	if (strcmp(f.path, path) != 0 || strcmp(f.name, binary) != 0) {
+		fprintf(stderr, "%s: path %s, name %s\n", binary, f.path, f.name);
+		return false;
+	}
+	return true;
+}
+
+static void put_symlinked_tree(void)
+{
+	put_elf("/opt/real/libreal.so.1");
+	put_link("/opt/app/lib/alias.so", "/opt/real/libreal.so.1");
+	put_link("/opt/linkdir", "/opt/real");
+	put_link("/opt/up", "../../../../../../opt/real"); /* ".." stops at the root */
+	put_link("/opt/loop", "/opt/loop");
+}
+
+/* The symlinks of put_symlinked_tree() all resolve inside the root. */
+static bool symlinks_stay_inside(const struct target_view *v)
+{
+	char err[512];
+	struct resolved_file f;
+
+	return resolves_to(v, "/opt/app/lib/alias.so", "/opt/real/libreal.so.1") &&
+	       resolves_to(v, "/opt/linkdir/libreal.so.1", "/opt/real/libreal.so.1") &&
+	       resolves_to(v, "/opt/up/libreal.so.1", "/opt/real/libreal.so.1") &&
+	       resolve_binary(v, "/opt/loop/x", &f, err, sizeof(err)) == -1 &&
+	       strstr(err, "binary /opt/loop/x: Too many levels of symbolic links") != NULL;
+}
+
+static void absolute_symlinks_stay_inside_the_root(void **state)
+{
+	struct resolved_file f;
+	struct target_view v;
+	char want[PATH_MAX + 64];
+
+	(void)state;
+	put_symlinked_tree();
+	view(&v);
+	assert_true(symlinks_stay_inside(&v));
+	/* by soname, in a default directory that is a symlink in the root */
+	put_elf("/usr/lib/libinroot.so.7");
+	put_link("/lib", "/usr/lib");
+	assert_int_equal(resolve_needed(&v, "libinroot.so.7", &f), 0);
+	assert_string_equal(f.name, "/lib/libinroot.so.7");
+	snprintf(want, sizeof(want), "%s/usr/lib/libinroot.so.7", root);
+	assert_string_equal(f.path, want);
+}
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Makes openat2 fail with ENOSYS, as on a kernel before 5.6. False when
+ * no seccomp filter can be installed (qemu-user refuses them). */
+static bool refuse_openat2(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0 &&
+	       syscall(SYS_openat2, AT_FDCWD, "/", NULL, 0) == -1 && errno == ENOSYS;
+}
+
+/* The same symlinks without openat2, in a child (a seccomp filter is for
+ * good): the resolver's own walk keeps them inside the root. */
+static void absolute_symlinks_stay_inside_without_openat2(void **state)
+{
+	struct target_view v;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	put_symlinked_tree();
+	view(&v);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(!refuse_openat2() ? 77 : symlinks_stay_inside(&v) ? 0 : 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		skip(); /* no seccomp here */
+		return;
+	}
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	fail_msg("a FIFO blocked the resolver");
+}
+
+/* A FIFO where the cache or a library should be is passed over without
+ * waiting for a writer. */
+static void fifos_never_block(void **state)
+{
+	char path[PATH_MAX + 64], err[512];
+	struct resolved_file f;
+	struct target_view v;
+
+	(void)state;
+	make_parents("/etc/ld.so.cache");
+	snprintf(path, sizeof(path), "%s/etc/ld.so.cache", root);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	make_parents("/usr/lib/libfifo.so.1");
+	snprintf(path, sizeof(path), "%s/usr/lib/libfifo.so.1", root);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	put_elf("/usr/lib/libafter.so.1");
+	view(&v);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	assert_int_equal(resolve_needed(&v, "libafter.so.1", &f), 0);
+	assert_int_equal(resolve_needed(&v, "libfifo.so.1", &f), -ENOENT);
+	assert_int_equal(resolve_binary(&v, "/usr/lib/libfifo.so.1", &f, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "binary /usr/lib/libfifo.so.1 is not a regular file"));
+	alarm(0);
+}
+
 static bool take_first(const char *path, void *arg)
 {
 	snprintf(arg, PATH_MAX, "%s", path);
@@ -597,6 +762,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_secure_command_ignores_library_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_secure_process_ignores_library_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(absolute_symlinks_stay_inside_the_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(absolute_symlinks_stay_inside_without_openat2, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(fifos_never_block, setup, teardown),
 		cmocka_unit_test(cache_reader_on_this_machine),
 		cmocka_unit_test(cache_reader_never_reads_past_the_image),
 	};
