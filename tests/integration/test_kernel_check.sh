@@ -144,6 +144,24 @@ if [ $rc -eq 0 ] && grep -q "^target $sleeper: .*sleep" "$T_TMP/pid" &&
 	grep -q "not a Python target: .*native probes go into its executable" "$T_TMP/pid"
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/pid")"; fi
 
+t_begin "check --json --pid of a program whose name is not UTF-8: valid JSON, each bad sequence U+FFFD"
+# a lone Latin-1 byte, a surrogate, an overlong '/', a cut sequence; and
+# valid UTF-8, which passes as is
+name=$'sl\xe9ep-\xc3\xa9-\xed\xa0\x80-\xc0\xaf-\xe2\x82'
+cp "$(command -v sleep)" "$T_TMP/$name"
+"$T_TMP/$name" 30 & odd=$!
+sleep 0.2
+"$PMETRICS" check --json --pid $odd >"$T_TMP/odd.json" 2>"$T_TMP/odd.err"; rc=$?
+kill $odd; wait $odd 2>/dev/null
+if python3 - "$T_TMP/odd.json" "$T_TMP/$name" <<'PY'
+import json, os, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))  # strict: fails on invalid UTF-8
+want = os.fsencode(sys.argv[2]).decode("utf-8", "replace")
+assert d["target"]["executable"] == want, (d["target"]["executable"], want)
+assert "\u00e9" in want and want.count("\ufffd") == 7, want
+PY
+then t_pass; else t_fail "rc $rc: $(head -c 400 "$T_TMP/odd.json" | od -c | head -5) $(cat "$T_TMP/odd.err")"; fi
+
 py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10.*/bin/python3.10 2>/dev/null | head -n 1)
 t_begin "check --pid of CPython 3.10: the interpreter, its version and every hook point's table"
 if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
