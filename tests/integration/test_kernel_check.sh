@@ -34,6 +34,25 @@ assert d["kernel"]["btf"] == "own" and d["kernel"]["config"] == "/proc/config.gz
 PY
 then t_pass; else t_fail "$(head -c 400 "$T_TMP/check.json")"; fi
 
+# ---- root of a user namespace of its own ----------------------------------------
+# Its capabilities do not count for bpf(), which says EPERM: the words
+# must name that privilege, not a kernel built without bpf().
+if unshare -U -r true 2>/dev/null; then
+	t_begin "check in a user namespace of its own: spans missing for want of privilege there"
+	unshare -U -r "$PMETRICS" check >"$T_TMP/userns" 2>&1; rc=$?
+	want="needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) in the initial user namespace, and this process is in another one"
+	if [ $rc -eq 1 ] && [[ "$(cap_line "$T_TMP/userns" "native spans")" == "missing: "*"$want"* ]] &&
+		[[ "$(cap_line "$T_TMP/userns" "Python spans")" == "missing: "*"$want"* ]] &&
+		! grep -q "CONFIG_" "$T_TMP/userns"
+	then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/userns")"; fi
+	expect_error "record in a user namespace of its own: one line naming the privilege" 1 \
+		"^pmetrics: native spans: missing: .*in the initial user namespace.*run pmetrics outside it$" \
+		-x "$T_TMP/never-userns" -- unshare -U -r "$PMETRICS" record -o "$T_TMP/never-userns" \
+		--probe S=:pm_empty -- "$SP" calls 1
+else
+	t_begin "check in a user namespace of its own"; t_skip "unshare -U is not allowed here"
+fi
+
 # ---- as without BTF ---------------------------------------------------------
 t_begin "check without BTF: spans ok, span context missing naming the option, series from /proc"
 PMETRICS_TEST_NO_BTF=1 "$PMETRICS" check >"$T_TMP/nobtf" 2>&1; rc=$?
