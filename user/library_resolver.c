@@ -92,10 +92,9 @@ static bool names_file(const char *base, const char *name, bool loose)
 
 #define MAX_SYMLINKS 40 /* the kernel's own limit for one path */
 #define MAX_DEPTH 256   /* directories one walk is inside at once */
-/* Every file of the target is opened like this: a FIFO put where a
- * library or the cache should be does not block us (it is then refused
- * by type; for a regular file O_NONBLOCK changes nothing), no terminal
- * becomes ours, no fd leaks into a command we launch. */
+/* Every file of the target is opened like this: no terminal becomes
+ * ours, no fd leaks into a command we launch, and should a FIFO still be
+ * opened (one swapped in as we open) it does not block us. */
 #define READ_FLAGS (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
 
 /* The target's root, open here; -errno when it cannot be. */
@@ -119,13 +118,34 @@ static bool is_regular(int fd)
 	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The file FD (O_PATH, ST its type) opened with FLAGS when it is a
+ * regular file: through /proc/self/fd, so it is that very inode, whatever
+ * the name leads to by now. Anything else keeps its O_PATH fd, which
+ * callers refuse by type: opening a device the target put in its root
+ * could act on the device (a watchdog starts when opened). Takes FD. */
+static int reopen(int fd, const struct stat *st, int flags)
+{
+	char self[64];
+	int file;
+
+	if (!S_ISREG(st->st_mode))
+		return fd;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	file = open(self, flags);
+	file = file < 0 ? -errno : file;
+	close(fd);
+	return file;
+}
+
 /* PATH walked one component at a time below ROOT, the way the kernel does
  * with RESOLVE_IN_ROOT: a symlink's target is read and walked in its
  * turn, an absolute one from ROOT again, and ".." never climbs above
  * ROOT. Each component is opened relative to the directory before it,
  * never through a path, so nothing here leaves ROOT. The file found is
- * opened with FLAGS; its path without symlinks ("/usr/lib/libc.so.6", "/"
- * for ROOT itself) goes into CANON. Returns the fd, or -errno. */
+ * opened with FLAGS when it is a regular file or a directory (else its fd
+ * is O_PATH, see reopen()); its path without symlinks
+ * ("/usr/lib/libc.so.6", "/" for ROOT itself) goes into CANON. Returns the
+ * fd, or -errno. */
 static int walk_in_root(int root, const char *path, int flags, char *canon, size_t len)
 {
 	char todo[PATH_MAX], link[PATH_MAX], joined[2 * PATH_MAX + 2];
@@ -210,21 +230,8 @@ static int walk_in_root(int root, const char *path, int flags, char *canon, size
 			dirs[++depth] = fd;
 			continue;
 		}
-		/* the file itself, opened by name in the directory it is in,
-		 * and still the one looked at */
-		close(fd);
-		file = openat(dirs[depth], name, flags | O_NOFOLLOW);
-		if (file < 0) {
-			ret = -errno;
-		} else {
-			struct stat now;
-
-			if (fstat(file, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
-				close(file);
-				file = -1;
-				ret = -EAGAIN; /* replaced while we looked */
-			}
-		}
+		file = reopen(fd, &st, flags);
+		ret = file < 0 ? file : 0;
 	}
 	if (!ret && file < 0) {
 		/* a directory: the one the walk ended in */
@@ -246,11 +253,11 @@ static int walk_in_root(int root, const char *path, int flags, char *canon, size
  * filter that refuses it, as some container runtimes' did). */
 static bool have_openat2 = true;
 
-/* PATH opened by the kernel itself with ROOT as "/": -ENOSYS when it
- * cannot (no openat2). */
-static int kernel_open_in_root(int root, const char *path, int flags)
+/* PATH looked up by the kernel itself with ROOT as "/": an O_PATH fd
+ * (nothing is opened for reading), -ENOSYS when it cannot (no openat2). */
+static int kernel_find_in_root(int root, const char *path)
 {
-	struct open_how how = { .flags = (uint64_t)flags, .resolve = RESOLVE_IN_ROOT };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
 	long fd;
 
 	if (!have_openat2)
@@ -264,29 +271,29 @@ static int kernel_open_in_root(int root, const char *path, int flags)
 	return -ENOSYS;
 }
 
-/* PATH (absolute, in the target's view) opened with FLAGS inside ROOT,
- * its path without symlinks below ROOT into CANON. Where the kernel has
- * openat2 its RESOLVE_IN_ROOT decides which file that is, and the walk,
- * which names it, must have found the same inode (else -EXDEV: the
- * target changed the path meanwhile); elsewhere the walk alone decides.
- * Returns an fd, or -errno. */
+/* PATH (absolute, in the target's view) opened with FLAGS inside ROOT
+ * as walk_in_root() does, its path without symlinks below ROOT into
+ * CANON. Where the kernel has openat2 its RESOLVE_IN_ROOT has the last
+ * word: the walk must have found the same inode (else -EXDEV: the target
+ * changed the path meanwhile). Returns an fd, or -errno. */
 static int open_in_root(int root, const char *path, int flags, char *canon, size_t len)
 {
-	int walked = walk_in_root(root, path, flags, canon, len), fd;
+	int walked = walk_in_root(root, path, flags, canon, len), found;
 	struct stat a, b;
 
 	if (walked < 0)
 		return walked;
-	fd = kernel_open_in_root(root, path, flags);
-	if (fd == -ENOSYS)
+	found = kernel_find_in_root(root, path);
+	if (found == -ENOSYS)
 		return walked;
-	if (fd >= 0 && (fstat(fd, &a) != 0 || fstat(walked, &b) != 0 || a.st_dev != b.st_dev ||
-			a.st_ino != b.st_ino)) {
-		close(fd);
-		fd = -EXDEV;
+	if (found < 0 || fstat(found, &a) != 0 || fstat(walked, &b) != 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(walked);
+		walked = found < 0 ? found : -EXDEV;
 	}
-	close(walked);
-	return fd;
+	if (found >= 0)
+		close(found);
+	return walked;
 }
 
 /* ---- the process's own mappings ------------------------------------ */
