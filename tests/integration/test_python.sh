@@ -359,7 +359,7 @@ if [ -x /usr/bin/python3.11 ]; then
 	cp /usr/bin/python3.11 "$T_TMP/robot-interpreter"
 	check_pid 11 "$T_TMP/robot-interpreter" renamed311
 	expect_ok renamed311.version "-v does not name Python 3.11" \
-		grep -q "^pmetrics: Python 3.11 interpreter robot-interpreter" "$PM_ERR"
+		grep -q "^pmetrics: Python 3.11 interpreter .*/robot-interpreter " "$PM_ERR"
 else
 	t_begin renamed311; t_skip "no /usr/bin/python3.11 (Debian package python3.11)"
 fi
