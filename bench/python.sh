@@ -1,79 +1,179 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Cost of Python spans per Python call, as ratios measured in this run, on
-# each of CPython 3.10 (the robot's) and 3.11 that is installed. Kinds of
-# call: "call" (a plain function called from Python code), "map" (called
-# from C), "await" (a coroutine awaited from a coroutine). Methods:
-#   untraced          nothing attached
-#   decorator         the seed's decorator on the function (two clock reads
-#                     and a list append per call): what pmetrics replaces
-#   hook:H            pmetrics attached with --python-hook H and a probe on
-#                     another function: what an untimed call pays
-#   traced:H          pmetrics timing the benchmarked function itself
-# H = calls (every call into the eval loop traps) or coroutines (3.8-3.10:
-# only coroutine and generator steps trap). On 3.11 a plain call from
-# Python is inlined: it never enters the eval loop, costs nothing and
-# cannot be timed; coroutines falls back to the eval-loop hook there.
+# Cost of Python spans, as ratios against baselines measured in this run.
+#
+# 1. Per operation, for each CPython 3.10-3.13 installed (pyenv), with its
+#    libpython as built and stripped as the robot's image strips it
+#    (.dynsym only), under each --python-hook:
+#      timed await    awaiting a coroutine pmetrics times
+#      untimed await  awaiting a coroutine while pmetrics times another one
+#      untimed call   calling a plain function while pmetrics times another
+#      timed call     calling a plain function pmetrics times (calls hook)
+#    Each as nanoseconds added per operation, and as a ratio to (a) what
+#    the seed's decorator adds to the same operation and (b) what an empty
+#    uprobe+uretprobe pair (no map, no ring buffer) adds to a native call.
+# 2. A real asyncio workload (bench/async_workload.py: an analysis server's
+#    shape, 226k awaits and 2.2M plain calls at --scale 1): its CPU time
+#    with --preset robot-server, and with probes on functions that never
+#    run, against the untraced run.
 set -u
 build=$1
 scenario=tests/progs/py/scenario.py
 calls=${BENCH_PY_CALLS:-50000}
 rounds=${BENCH_ROUNDS:-3}
+scale=${BENCH_ASYNC_SCALE:-1}
 out=$(mktemp -d /tmp/pmetrics-bench-py.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-: "$build"
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { print a - b }'; }
 interpreter() {
 	local root
 	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
 	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
 }
 
-# run PY METHOD KIND: ns per call of one run.
-run() {
-	local py=$1 method=$2 kind=$3 fn=tiny
-	[ "$kind" = await ] && fn=tiny_coro
-	case $method in
-	untraced) "$py" $scenario bench "$kind" "$calls" ;;
-	decorator) "$py" $scenario bench "$kind-decorated" "$calls" ;;
-	hook:*) ./pmetrics record -o "$out" --python-hook "${method#hook:}" \
-		--probe OTHER=py:pmtest.work:crunch -- "$py" $scenario bench "$kind" "$calls" 2>/dev/null ;;
-	traced:*) ./pmetrics record -o "$out" --python-hook "${method#traced:}" \
-		--probe TINY=py:scenario:$fn -- "$py" $scenario bench "$kind" "$calls" 2>"$out/err" ;;
+# stripped_dir PY MINOR: a directory with PY's libpython stripped to .dynsym.
+stripped_dir() {
+	local lib dir="$out/stripped3$2"
+	lib=$(dirname "$(dirname "$1")")/lib/libpython3.$2.so.1.0
+	[ -f "$lib" ] || return 1
+	mkdir -p "$dir"
+	[ -f "$dir/${lib##*/}" ] || strip --strip-unneeded -o "$dir/${lib##*/}" "$lib" || return 1
+	echo "$dir"
+}
+
+# pm LIBDIR ARGS...: pmetrics record with PY's libpython from LIBDIR (or as built).
+pm() {
+	local libdir=$1; shift
+	if [ -n "$libdir" ]; then LD_LIBRARY_PATH=$libdir ./pmetrics record -o "$out/rec" "$@"
+	else ./pmetrics record -o "$out/rec" "$@"; fi
+}
+
+# op PY LIBDIR WHAT: ns per operation of one run.
+op() {
+	local py=$1 libdir=$2 what=$3
+	rm -rf "$out/rec"
+	case $what in
+	untraced-call) "$py" $scenario bench call "$calls" ;;
+	untraced-await) "$py" $scenario bench await "$calls" ;;
+	decorator-call) "$py" $scenario bench call-decorated "$calls" ;;
+	decorator-await) "$py" $scenario bench await-decorated "$calls" ;;
+	*:timed-await) pm "$libdir" --python-hook "${what%%:*}" --probe T=py:scenario:tiny_coro \
+		-- "$py" $scenario bench await "$calls" 2>/dev/null ;;
+	*:untimed-await) pm "$libdir" --python-hook "${what%%:*}" --probe O=py:pmtest.work:stepped \
+		-- "$py" $scenario bench await "$calls" 2>/dev/null ;;
+	*:untimed-call) pm "$libdir" --python-hook "${what%%:*}" --probe O=py:pmtest.work:crunch \
+		-- "$py" $scenario bench call "$calls" 2>/dev/null ;;
+	*:timed-call) pm "$libdir" --python-hook "${what%%:*}" --probe T=py:scenario:tiny \
+		-- "$py" $scenario bench call "$calls" 2>/dev/null ;;
 	esac | awk '/^ns_per_call/ { print $2 }'
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
-minus() { awk -v a="$1" -v b="$2" 'BEGIN { print a - b }'; }
+# The empty probe pair on a native call: ns it adds.
+sp="$build/progs/spanprog"
+declare -A native=()
+for _ in $(seq 1 "$rounds"); do
+	native[untraced]+="$("$sp" timed 200000) "
+	native[floor]+="$(./pmetrics record -o "$out/floor" --bench-floor --probe E=:pm_empty \
+		-- "$sp" timed 200000 2>/dev/null | tail -n 1) "
+	rm -rf "$out/floor"
+done
+floor_added=$(minus "$(echo ${native[floor]} | tr ' ' '\n' | median)" \
+	"$(echo ${native[untraced]} | tr ' ' '\n' | median)")
 
-methods="untraced decorator hook:calls hook:coroutines traced:calls traced:coroutines"
-echo "Python spans: cost per Python call ($calls calls, median of $rounds interleaved rounds)"
-for v in 3.10 3.11; do
+echo "Python spans: added cost per operation ($calls operations a run, median of $rounds interleaved rounds)"
+echo "  an empty uprobe+uretprobe pair adds $floor_added ns to a native call; the seed's decorator's cost is measured per version"
+printf '  %-7s %-9s %-11s %-14s %10s %12s %12s\n' python libpython hook operation "added ns" "x decorator" "x empty pair"
+for v in 3.10 3.11 3.12 3.13; do
 	py=$(interpreter $v)
 	if [ -z "$py" ]; then
 		echo "  Python $v: skipped (no pyenv Python $v installed)"
 		continue
 	fi
-	echo "  Python $v         ns/call    added ns   x untraced   added vs decorator's"
-	for kind in call map await; do
-		declare -A s=()
-		for _ in $(seq 1 "$rounds"); do
-			for m in $methods; do s[$m]+="$(run "$py" $m $kind) "; done
-		done
-		for m in $methods; do s[$m]=$(echo ${s[$m]} | tr ' ' '\n' | median); done
-		base=${s[untraced]}
-		dec=$(minus "${s[decorator]}" "$base")
-		for m in $methods; do
-			added=$(minus "${s[$m]}" "$base")
-			note=""
-			case $m in
-			traced:*) awk -v a="$added" -v d="$dec" 'BEGIN { exit !(a < d / 10) }' &&
-				note="  (not seen: inlined or not a coroutine step; nothing timed)" ;;
-			esac
-			printf '    %-6s %-18s %9.1f %10.0f %10sx %10sx%s\n' "$kind" "$m" "${s[$m]}" "$added" \
-				"$(ratio "${s[$m]}" "$base")" "$(ratio "$added" "$dec")" "$note"
-		done
-		unset s
+	minor=${v#3.}
+	strip_dir=$(stripped_dir "$py" "$minor") || strip_dir=""
+	declare -A s=()
+	whats="untraced-call untraced-await decorator-call decorator-await"
+	for hook in coroutines calls; do
+		for o in timed-await untimed-await untimed-call; do whats+=" $hook:$o"; done
 	done
+	whats+=" calls:timed-call"
+	for _ in $(seq 1 "$rounds"); do
+		for w in $whats; do
+			s[$w]+="$(op "$py" "" "$w") "
+			case $w in *:*) [ -n "$strip_dir" ] && s[stripped/$w]+="$(op "$py" "$strip_dir" "$w") " ;; esac
+		done
+	done
+	for k in "${!s[@]}"; do s[$k]=$(echo ${s[$k]} | tr ' ' '\n' | median); done
+	for lib in built stripped; do
+		if [ $lib = stripped ] && [ -z "$strip_dir" ]; then
+			echo "  Python $v stripped: skipped (no libpython3.$minor.so.1.0 to strip)"
+			continue
+		fi
+		for w in $whats; do
+			case $w in *:*) ;; *) continue ;; esac
+			kind=${w##*-}
+			key=$w
+			[ $lib = stripped ] && key=stripped/$w
+			added=$(minus "${s[$key]}" "${s[untraced-$kind]}")
+			dec=$(minus "${s[decorator-$kind]}" "${s[untraced-$kind]}")
+			note=""
+			[ "${w%%:*}" = coroutines ] && [ "${w#*:}" = timed-call ] && continue
+			printf '  %-7s %-9s %-11s %-14s %10.0f %12s %12s%s\n' "$v" $lib "${w%%:*}" "${w#*:}" "$added" \
+				"$(ratio "$added" "$dec")" "$(ratio "$added" "$floor_added")" "$note"
+		done
+	done
+	printf '  %-7s %-9s %-11s %-14s %10.0f %12s %12s\n' "$v" built "(decorator)" call \
+		"$(minus "${s[decorator-call]}" "${s[untraced-call]}")" 1.00 \
+		"$(ratio "$(minus "${s[decorator-call]}" "${s[untraced-call]}")" "$floor_added")"
+	printf '  %-7s %-9s %-11s %-14s %10.0f %12s %12s\n' "$v" built "(decorator)" await \
+		"$(minus "${s[decorator-await]}" "${s[untraced-await]}")" 1.00 \
+		"$(ratio "$(minus "${s[decorator-await]}" "${s[untraced-await]}")" "$floor_added")"
+	unset s
+done
+
+# ---- the asyncio workload ------------------------------------------------------
+# workload PY LIBDIR CONFIG: CPU seconds of the workload's process (its
+# own os.times(), all threads, from start to its last line).
+workload() {
+	local py=$1 libdir=$2 config=$3
+	local -a cmd=("$py" bench/async_workload.py --scale "$scale")
+	rm -rf "$out/rec"
+	case $config in
+	untraced) "${cmd[@]}" 2>/dev/null ;;
+	preset) pm "$libdir" --preset robot-server -- "${cmd[@]}" 2>/dev/null ;;
+	unrun) pm "$libdir" --probe X=py:robot_server.nothing:never \
+		--probe Y=py:robot_server.protocols.router:not_a_function -- "${cmd[@]}" 2>/dev/null ;;
+	esac | sed -n 's/.*, cpu \([0-9.]*\) s$/\1/p'
+}
+
+echo
+echo "Asyncio workload (bench/async_workload.py --scale $scale: 21 timed calls, about $((226 * ${scale%.*}))k awaits"
+echo "and $((22 * ${scale%.*}))00k plain calls): CPU seconds of the workload, median of $rounds interleaved rounds"
+printf '  %-7s %-9s %-34s %8s %8s\n' python libpython "pmetrics" "CPU s" "x untraced"
+for v in 3.10 3.11 3.12 3.13; do
+	py=$(interpreter $v)
+	[ -n "$py" ] || continue
+	minor=${v#3.}
+	strip_dir=$(stripped_dir "$py" "$minor") || strip_dir=""
+	declare -A w=()
+	for _ in $(seq 1 "$rounds"); do
+		w[untraced]+="$(workload "$py" "" untraced) "
+		for c in preset unrun; do
+			w[built/$c]+="$(workload "$py" "" $c) "
+			[ -n "$strip_dir" ] && w[stripped/$c]+="$(workload "$py" "$strip_dir" $c) "
+		done
+	done
+	for k in "${!w[@]}"; do w[$k]=$(echo ${w[$k]} | tr ' ' '\n' | median); done
+	printf '  %-7s %-9s %-34s %8s %8s\n' "$v" - "untraced" "${w[untraced]}" 1.00
+	for lib in built stripped; do
+		[ -n "${w[$lib/preset]:-}" ] || continue
+		printf '  %-7s %-9s %-34s %8s %8s\n' "$v" $lib "--preset robot-server" "${w[$lib/preset]}" \
+			"$(ratio "${w[$lib/preset]}" "${w[untraced]}")"
+		printf '  %-7s %-9s %-34s %8s %8s\n' "$v" $lib "probes on functions that never run" "${w[$lib/unrun]}" \
+			"$(ratio "${w[$lib/unrun]}" "${w[untraced]}")"
+	done
+	unset w
 done

@@ -41,6 +41,8 @@ struct pending_call {
 #define CALL_OWNS_CONTEXT 0x1
 /* A step of a Python coroutine or generator, whose span covers steps. */
 #define CALL_CORO_STEP 0x2
+/* The making of a Python coroutine or generator object. */
+#define CALL_CREATION 0x4
 
 struct call_stack {
 	__u32 depth;

@@ -1,27 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Python function spans: entry and return uprobes on the interpreter's
- * _PyEval_EvalFrameDefault (every call), or on 3.8-3.10 on its generator
- * step functions (coroutine steps only). Each entry looks the frame's
- * code object up in a cache (the hot path: one user read, one hash
- * lookup); only a code object never seen before has its names read and
- * compared. A matched plain call is timed from entry to return; a matched
- * coroutine or generator from its first entry to the return that leaves
- * it finished, across every suspension, keyed by its frame's address.
- * Calls wait for their return on the span engine's per-thread stack
- * (call_stack.bpf.h); the hooks see the returns of untimed calls too. */
+/* Python function spans, with uprobes on the interpreter where a timed
+ * function can be, never on every Python call unless plain functions are
+ * asked for:
+ * - coroutine steps: the functions that run one step of a coroutine or
+ *   generator from C (PyGen_am_send, behind every await on 3.8-3.11 and
+ *   every asyncio task step; the coroutine's send, throw and close);
+ * - on 3.12+, where an await runs the awaited coroutine inside the eval
+ *   loop: the coroutine's creation (_Py_MakeCoro);
+ * - every version: its deallocation (gen_dealloc), which for an awaited
+ *   coroutine follows its final return at once: the end of one that
+ *   finished inside the eval loop (3.12+) or inside another coroutine's
+ *   step (a cancellation thrown through a chain of awaits);
+ * - plain functions, only when asked for (their cost is every call):
+ *   _PyFunction_Vectorcall, which every call of a Python function from
+ *   C (and on 3.8-3.10 from Python) goes through.
+ * A timed coroutine's span runs from its first step (at the latest its
+ * creation) to the step that finishes it, or its deallocation: after its
+ * frame was left and its locals freed, as a decorator sees it. A plain
+ * call's span is its vectorcall, entry to return (the frame freed too).
+ * Code objects are matched once (a cache keyed by the code object); the
+ * per-thread call stack is the span engine's (call_stack.bpf.h). Loaded
+ * once per interpreter; with children followed the uprobes are on the
+ * interpreter's file for every process and the traced set
+ * (traced_processes.bpf.h, the native tracer's maps) filters. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "call_stack.bpf.h"
+#include "traced_processes.bpf.h"
 #include "pyspan_config.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const volatile __u32 targ_tgid = 0;
 const volatile __u32 n_probes = 0;
 const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
+/* The step hook is PyIter_Send, which any iterator goes through. */
+const volatile bool any_iterator = false;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
 
@@ -34,10 +50,13 @@ struct scratch {
  * frees code objects (a module's body after import, a reloaded module)
  * and reuses the memory for others, which would then inherit a stale
  * verdict. The file and name pointers next to it are read in the same
- * user read and make a reuse by a different function visible. */
+ * user read and make a reuse by a different function visible; the
+ * process, a reuse in another one. */
 struct code_key {
 	__u64 code;
 	__u64 names[3]; /* co_filename, co_name, and the field after them */
+	__u32 tgid;
+	__u32 pad;
 };
 
 struct {
@@ -47,12 +66,20 @@ struct {
 	__type(value, __u32);
 } code_cache SEC(".maps");
 
-/* LRU: a coroutine whose end we never see (closed by a path we do not
- * hook, a lost return) must not fill the table for good. */
+/* A coroutine between its first step (or creation) and its end, keyed by
+ * the coroutine object in its process (3.8-3.10 release its frame when it
+ * finishes, the object stays until freed). LRU: one whose end is never
+ * seen (a path no probe covers) must not fill the table for good. */
+struct coro_key {
+	__u64 gen;
+	__u32 tgid;
+	__u32 pad;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, PYSPAN_MAX_OPEN_CORO);
-	__type(key, __u64);
+	__type(key, struct coro_key);
 	__type(value, struct open_coro);
 } open_coros SEC(".maps");
 
@@ -149,14 +176,15 @@ static __always_inline bool tail_is(__u64 fname, __u64 flen, __u32 slen,
 static __always_inline int code_key_read(__u64 code, struct code_key *key)
 {
 	key->code = code;
+	key->tgid = bpf_get_current_pid_tgid() >> 32;
+	key->pad = 0;
 	return bpf_probe_read_user(key->names, sizeof(key->names),
 				   (void *)(code + layout.code_filename));
 }
 
-/* Index of the probe whose name (qualname, or the last part when
- * by_last_part) equals the str object `name` and whose module is the
- * file of the code KEY names, or -1. */
-static __always_inline int match_names(const struct code_key *key, __u64 name, bool by_last_part)
+/* Index of the probe whose qualified name equals the str object NAME and
+ * whose module is the file of the code KEY names, or -1. */
+static __always_inline int match_names(const struct code_key *key, __u64 name)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch_buf, &zero);
@@ -173,8 +201,7 @@ static __always_inline int match_names(const struct code_key *key, __u64 name, b
 	for (__u32 i = 0; i < PYSPAN_MAX_PROBES; i++) {
 		if (i >= n_probes)
 			break;
-		if (!str_equal(s->got, by_last_part ? probes[i].name : probes[i].qualname,
-			       PYSPAN_STR_MAX))
+		if (!str_equal(s->got, probes[i].qualname, PYSPAN_STR_MAX))
 			continue;
 		if (tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want) ||
 		    tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want))
@@ -184,288 +211,209 @@ static __always_inline int match_names(const struct code_key *key, __u64 name, b
 }
 
 
-/* 3.8-3.10: a call made by Python code leaves the called function object
- * on the caller's value stack (CALL_FUNCTION, CALL_METHOD and
- * CALL_FUNCTION_EX all keep it below the arguments). Returns its
- * qualified name, or 0 when the caller is C code. */
-static __always_inline __u64 qualname_from_caller(__u64 frame, __u64 code)
+/* Decides, once per code object, whether it is one of the probes: NAME
+ * is its qualified name as the function or generator object holds it. */
+static __always_inline __u32 classify(const struct code_key *key, __u64 name)
 {
-	__u64 caller = read_ptr(frame + layout.frame_back), stack;
-
-	if (!caller || !layout.frame_valuestack)
-		return 0;
-	stack = read_ptr(caller + layout.frame_valuestack);
-	if (!stack)
-		return 0;
-	for (int i = 0; i < PYSPAN_CALLER_SLOTS; i++) {
-		__u64 obj = read_ptr(stack + i * 8);
-		if (obj && read_ptr(obj + layout.func_code) == code)
-			return read_ptr(obj + layout.func_qualname);
-	}
-	return 0;
-}
-
-/* Decides, once per code object, whether it is one of the probes. */
-static __always_inline __u32 classify(const struct code_key *key, __u64 frame)
-{
-	__u64 code = key->code;
 	__u32 flags = 0, value;
-	bool is_gen;
 	int idx;
 
-	bpf_probe_read_user(&flags, sizeof(flags), (void *)(code + layout.code_flags));
-	is_gen = flags & CODE_GEN_FLAGS;
-	if (layout.code_qualname) {
-		idx = match_names(key, read_ptr(code + layout.code_qualname), false);
-	} else if (is_gen) {
-		/* 3.8-3.10: no co_qualname, but the generator has one. */
-		__u64 gen = read_ptr(frame + layout.frame_gen);
-		if (!gen)
-			return PYSPAN_CODE_NO_MATCH; /* not cached: try again */
-		idx = match_names(key, read_ptr(gen + layout.gen_qualname), false);
-	} else {
-		/* 3.8-3.10 plain function: the code has no qualname; the def
-		 * statement (py_make_function) or the function object on the
-		 * caller's stack has it. Only a same-named function in the
-		 * probe's file gets that far. */
-		idx = match_names(key, key->names[1], true); /* co_name */
-		if (idx >= 0) {
-			__u64 qualname = qualname_from_caller(frame, code);
-			if (!qualname) {
-				/* called from C: maybe ours, not cached, counted */
-				count_probe(idx, PYSPAN_PC_UNRESOLVED);
-				return PYSPAN_CODE_NO_MATCH;
-			}
-			idx = match_names(key, qualname, false);
-		}
-	}
-	value = idx < 0 ? PYSPAN_CODE_NO_MATCH : ((__u32)idx | (is_gen ? PYSPAN_CODE_IS_GEN : 0));
+	bpf_probe_read_user(&flags, sizeof(flags), (void *)(key->code + layout.code_flags));
+	idx = match_names(key, name);
+	value = idx < 0 ? PYSPAN_CODE_NO_MATCH
+			: ((__u32)idx | ((flags & CODE_GEN_FLAGS) ? PYSPAN_CODE_IS_GEN : 0));
 	bpf_map_update_elem(&code_cache, key, &value, BPF_ANY);
 	return value;
 }
 
-/* A Python span's context key: its frame, in its process (a coroutine
- * may end on another thread than it began on). */
-static __always_inline struct span_context_key frame_context_key(__u64 frame)
+/* Which probe, if any, CODE is (cached); NAME_AT holds the address of
+ * its qualified name, read only on a cache miss. */
+static __always_inline __u32 code_verdict(__u64 code, __u64 name_at)
 {
-	struct span_context_key k = { .id = frame, .owner = bpf_get_current_pid_tgid() >> 32 };
-
-	return k;
-}
-
-/* A timed call or coroutine begins on this thread. */
-static __always_inline void context_begin(__u64 frame, __u32 tid)
-{
-	struct span_context_key k = frame_context_key(frame);
-
-	if (engine.resources)
-		span_context_begin(&k, k.owner, tid);
-}
-
-/* The span of probe IDX, begun by thread TID, ends now. */
-static __always_inline void emit(__u64 start_ns, __u64 end_ns, __u32 idx, __u32 tid, __u64 frame)
-{
-	struct span_context_key k = frame_context_key(frame);
-
-	span_emit(start_ns, end_ns, probes[idx & (PYSPAN_MAX_PROBES - 1)].probe_id, k.owner, tid, &k);
-	count_probe(idx, PYSPAN_PC_SPANS);
-}
-
-/* Coroutine state at entry: is this the first instruction ever run? */
-static __always_inline bool first_entry(__u64 frame)
-{
-	__u64 instr;
-	__u8 op = 0;
-	int lasti = 0;
-
-	switch (layout.model) {
-	case PYSPAN_MODEL_FRAMEOBJ_STACKTOP:
-	case PYSPAN_MODEL_FRAMEOBJ_STATE:
-		bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + layout.frame_lasti));
-		return lasti == -1;
-	case PYSPAN_MODEL_IFRAME_PREV:
-		/* prev_instr still points at the RETURN_GENERATOR that made it. */
-		instr = read_ptr(frame + layout.frame_instr);
-		bpf_probe_read_user(&op, 1, (void *)instr);
-		return op == layout.return_generator;
-	default:
-		/* 3.13 stepped instr_ptr past RETURN_GENERATOR. */
-		instr = read_ptr(frame + layout.frame_instr);
-		bpf_probe_read_user(&op, 1, (void *)(instr - 2));
-		return op == layout.return_generator;
-	}
-}
-
-/* Coroutine state at return: did it yield (true) or finish? */
-static __always_inline bool suspended(__u64 frame)
-{
-	__s8 state = 0;
-
-	switch (layout.model) {
-	case PYSPAN_MODEL_FRAMEOBJ_STACKTOP:
-		return read_ptr(frame + layout.frame_suspend) != 0;
-	case PYSPAN_MODEL_FRAMEOBJ_STATE:
-		bpf_probe_read_user(&state, 1, (void *)(frame + layout.frame_suspend));
-		return state < 0;
-	default:
-		bpf_probe_read_user(&state, 1,
-				    (void *)(frame - layout.gen_iframe + layout.gen_state));
-		return state < 0;
-	}
-}
-
-/* A coroutine entry: records the start at the first one. Returns false
- * when this entry must not be tracked. */
-static __always_inline bool coro_entry(__u64 frame, __u32 idx, __u32 tid, __u64 now)
-{
-	struct open_coro c = { .start_ns = now, .idx = idx, .tid = tid };
-	struct open_coro *open;
-	__u8 owner = 0;
-
-	c.code = read_ptr(frame + layout.frame_code);
-	if (layout.frame_owner) {
-		/* A thread-owned frame of coroutine code only runs
-		 * RETURN_GENERATOR to create the coroutine object. */
-		bpf_probe_read_user(&owner, 1, (void *)(frame + layout.frame_owner));
-		if (owner != layout.owned_by_generator)
-			return false;
-	}
-	if (first_entry(frame)) {
-		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_ANY)) {
-			count(SPAN_CNT_CORO_TABLE_FULL);
-			return false;
-		}
-		count_probe(idx, PYSPAN_PC_ENTRIES);
-		context_begin(frame, tid);
-		return true;
-	}
-	open = bpf_map_lookup_elem(&open_coros, &frame);
-	if (!open || open->code != c.code) {
-		/* Started before attach (or a stale entry of a coroutine
-		 * that used the same memory): its start is unknown.
-		 * Remember it once so its end gives no row. */
-		c.start_ns = 0;
-		if (bpf_map_update_elem(&open_coros, &frame, &c, BPF_ANY) == 0)
-			count(SPAN_CNT_MID_CORO);
-	}
-	return true;
-}
-
-/* The hot path: which probe, if any, the frame's code is (cached). */
-static __always_inline __u32 frame_verdict(__u64 frame)
-{
-	__u64 code = read_ptr(frame + layout.frame_code);
 	struct code_key key;
 	__u32 *cached, value;
 
 	if (!code || code_key_read(code, &key))
 		return PYSPAN_CODE_NO_MATCH;
 	cached = bpf_map_lookup_elem(&code_cache, &key);
-	value = cached ? *cached : classify(&key, frame);
+	value = cached ? *cached : classify(&key, read_ptr(name_at));
 	if (value != PYSPAN_CODE_NO_MATCH && (value & PYSPAN_CODE_IDX_MASK) >= PYSPAN_MAX_PROBES)
 		return PYSPAN_CODE_NO_MATCH;
 	return value;
 }
 
-/* Remembers a matched call until the return probe with the same stack
- * pointer sees it end. A plain call's span is the call itself; a
- * coroutine step is one piece of its coroutine's span. */
-static __always_inline void push_pending(struct pt_regs *ctx, __u32 tid, __u64 frame, __u64 gen,
-					 __u64 now, __u32 idx, bool is_gen)
-{
-	struct call_stack *st = call_stack_of(tid, bpf_get_current_pid_tgid() >> 32);
-	struct pending_call *call;
-	__u32 depth;
+/* ---- a generator or coroutine object -------------------------------- */
 
-	if (!st)
-		return;
-	/* At the depth limit a coroutine keeps its start and may still
-	 * finish in a later step. */
-	call = call_stack_push(st, PT_REGS_SP(ctx), now, &depth);
-	if (!call)
-		return;
-	call->key = frame;
-	call->aux = gen;
-	call->probe = idx;
-	call->flags = is_gen ? CALL_CORO_STEP : CALL_OWNS_CONTEXT;
+/* Its frame: the frame object (3.8-3.10, NULL once finished) or the
+ * frame embedded in it (3.11+). */
+static __always_inline __u64 gen_frame(__u64 gen)
+{
+	if (layout.gen_iframe)
+		return gen + layout.gen_iframe;
+	return read_ptr(gen + layout.gen_frame);
 }
 
-SEC("uprobe")
-int py_entry(struct pt_regs *ctx)
+/* Is OBJ a coroutine or a generator? PyIter_Send is given any iterator
+ * (a future's too): its type's tp_name says. PyObject.ob_type and
+ * PyTypeObject.tp_name are at the same offsets in every version. */
+#define OB_TYPE 8
+#define TP_NAME 24
+static __always_inline bool name_is(const char *got, const char *want, int n)
 {
-	__u64 arg1 = PT_REGS_PARM1(ctx), arg2 = PT_REGS_PARM2(ctx);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 value, idx;
-	bool is_gen;
-	__u64 now, frame;
-
-	/* Both loads first: clang would otherwise pick the ctx offset at
-	 * run time, which the verifier rejects. */
-	asm volatile("" : "+r"(arg1), "+r"(arg2));
-	frame = layout.frame_arg == 1 ? arg1 : arg2;
-	value = frame_verdict(frame);
-	if (value == PYSPAN_CODE_NO_MATCH)
-		return 0;
-	idx = value & PYSPAN_CODE_IDX_MASK;
-	is_gen = value & PYSPAN_CODE_IS_GEN;
-	now = bpf_ktime_get_ns();
-	if (is_gen) {
-		if (!coro_entry(frame, idx, tid, now))
-			return 0;
-	} else {
-		count_probe(idx, PYSPAN_PC_ENTRIES);
-		context_begin(frame, tid);
-	}
-	push_pending(ctx, tid, frame, 0, now, idx, is_gen);
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (got[i] != want[i])
+			return false;
+	return true;
 }
 
-/* A timed call or coroutine step returned. */
-static __always_inline void finish(const struct pending_call *c, __u32 tid, __u64 now)
+static __always_inline bool is_coroutine_or_generator(__u64 obj)
 {
-	struct open_coro *open;
-	__u64 frame = c->key;
+	char name[10] = {};
+	__u64 tp_name = read_ptr(read_ptr(obj + OB_TYPE) + TP_NAME);
 
-	if (!(c->flags & CALL_CORO_STEP)) {
-		emit(c->start_ns, now, c->probe, tid, frame);
+	if (!tp_name || bpf_probe_read_user(name, sizeof(name), (void *)tp_name))
+		return false;
+	/* both with their NUL */
+	return name_is(name, "coroutine", 10) || name_is(name, "generator", 10);
+}
+
+/* 3.11+: gi_frame_state. */
+static __always_inline __s8 gen_state(__u64 gen)
+{
+	__s8 state = 0;
+
+	bpf_probe_read_user(&state, 1, (void *)(gen + layout.gen_state));
+	return state;
+}
+
+/* Has it never run yet? */
+static __always_inline bool gen_unstarted(__u64 gen, __u64 frame)
+{
+	int lasti = 0;
+
+	if (layout.gen_iframe)
+		return gen_state(gen) == layout.state_created;
+	bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + layout.frame_lasti));
+	return lasti == -1;
+}
+
+/* Has it finished (returned or raised: its frame left, locals freed)? */
+static __always_inline bool gen_finished(__u64 gen)
+{
+	if (layout.gen_iframe)
+		return gen_state(gen) >= PYSPAN_FRAME_COMPLETED;
+	return read_ptr(gen + layout.gen_frame) == 0;
+}
+
+static __always_inline __u32 gen_verdict(__u64 gen, __u64 frame)
+{
+	return code_verdict(read_ptr(frame + layout.frame_code), gen + layout.gen_qualname);
+}
+
+/* ---- emitting -------------------------------------------------------- */
+
+/* A coroutine's span context key: the object, in its process (it may
+ * end on another thread than it began on). */
+static __always_inline struct span_context_key coro_context_key(__u64 gen)
+{
+	struct span_context_key k = { .id = gen, .owner = bpf_get_current_pid_tgid() >> 32 };
+
+	return k;
+}
+
+static __always_inline struct coro_key coro_key_of(__u64 gen)
+{
+	struct coro_key k = { .gen = gen, .tgid = bpf_get_current_pid_tgid() >> 32 };
+
+	return k;
+}
+
+/* A timed coroutine freed or replaced before its end: the start
+ * snapshot of one begun goes (one that started before attach has none). */
+static __always_inline void span_context_drop_coro(__u64 gen, const struct open_coro *open)
+{
+	struct span_context_key ck = coro_context_key(gen);
+
+	if (engine.resources && open->start_ns)
+		span_context_drop(&ck, ck.owner);
+}
+
+/* A timed coroutine is known from NOW (its creation, or its first step);
+ * an entry left at its address by an earlier one is replaced. */
+static __always_inline void coro_open(__u64 gen, __u32 idx, __u32 tid, __u64 now, __u64 code)
+{
+	struct open_coro c = { .start_ns = now, .code = code, .idx = idx, .tid = tid };
+	struct coro_key k = coro_key_of(gen);
+	struct span_context_key ck = coro_context_key(gen);
+	struct open_coro *old = bpf_map_lookup_elem(&open_coros, &k);
+
+	if (old)
+		span_context_drop_coro(gen, old);
+	if (bpf_map_update_elem(&open_coros, &k, &c, BPF_ANY)) {
+		count(SPAN_CNT_CORO_TABLE_FULL);
 		return;
 	}
-	/* The step function releases a finished generator's frame. */
-	if (c->aux ? read_ptr(c->aux + layout.gen_frame) != 0 : suspended(frame))
-		return;
-	open = bpf_map_lookup_elem(&open_coros, &frame);
+	count_probe(idx, PYSPAN_PC_ENTRIES);
+	if (engine.resources)
+		span_context_begin(&ck, ck.owner, tid);
+}
+
+/* A timed coroutine's span ends now, if it is one we saw begin. */
+static __always_inline void coro_close(__u64 gen, __u64 now)
+{
+	struct coro_key k = coro_key_of(gen);
+	struct open_coro *open = bpf_map_lookup_elem(&open_coros, &k);
+	struct span_context_key ck = coro_context_key(gen);
+
 	if (!open) {
 		count(SPAN_CNT_CORO_NO_START);
 		return;
 	}
-	if (open->start_ns)
-		emit(open->start_ns, now, open->idx, open->tid, frame);
-	bpf_map_delete_elem(&open_coros, &frame);
+	if (open->start_ns) {
+		span_emit(open->start_ns, now, probes[open->idx & (PYSPAN_MAX_PROBES - 1)].probe_id,
+			  k.tgid, open->tid, &ck);
+		count_probe(open->idx, PYSPAN_PC_SPANS);
+	}
+	bpf_map_delete_elem(&open_coros, &k);
 }
 
-static __always_inline int pop_pending(struct pt_regs *ctx)
+/* ---- coroutine steps from C ------------------------------------------- */
+
+/* The step of GEN about to run: its first one opens its span (or moves
+ * a span opened at creation to it: a task's coroutine runs later than it
+ * was made); any other step of a coroutine never seen begin is
+ * remembered so its end gives no row. Returns whether to wait for the
+ * step's return. */
+static __always_inline bool step_begins(__u64 gen, __u64 frame, __u32 idx, __u32 tid, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), depth;
-	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
-	struct pending_call *call;
+	struct coro_key k = coro_key_of(gen);
+	__u64 code = read_ptr(frame + layout.frame_code);
+	struct open_coro *open;
 
-	if (!st)
-		return 0;
-	call = call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
-	if (call)
-		finish(call, tid, now);
-	return 0;
+	open = bpf_map_lookup_elem(&open_coros, &k);
+	if (gen_unstarted(gen, frame)) {
+		/* made earlier (3.12+): its span starts now, on this thread
+		 * (coro_open replaces the entry made at creation) */
+		coro_open(gen, idx, tid, now, code);
+		return true;
+	}
+	if (!open || open->code != code) {
+		/* Started before pmetrics attached (or a stale entry of a
+		 * coroutine that used the same memory): its start is
+		 * unknown. */
+		struct open_coro c = { .code = code, .idx = idx, .tid = tid };
+
+		if (open)
+			span_context_drop_coro(gen, open);
+
+		if (bpf_map_update_elem(&open_coros, &k, &c, BPF_ANY) == 0)
+			count(SPAN_CNT_MID_CORO);
+	}
+	return true;
 }
 
-SEC("uretprobe")
-int py_return(struct pt_regs *ctx)
-{
-	return pop_pending(ctx);
-}
-
-/* Several hooked functions may run one step (gen_send calling a
- * gen_send_ex2 the compiler did not inline): the outermost one times it. */
+/* Several hooked functions may run one step (gen_send calling the step
+ * function the compiler did not inline): the outermost one times it. */
 static __always_inline bool step_already_pending(__u32 tid, __u64 gen)
 {
 	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
@@ -476,69 +424,213 @@ static __always_inline bool step_already_pending(__u32 tid, __u64 gen)
 	d = st->depth;
 	if (d == 0 || d > SPAN_MAX_DEPTH)
 		return false;
-	return st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].aux == gen;
+	return (st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].flags & CALL_CORO_STEP) &&
+	       st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].aux == gen;
 }
 
-/* Coroutine hook (3.8-3.10): every step of a generator or coroutine goes
- * through the interpreter's gen_send_ex(2)(gen, ...); plain calls never do. */
+/* Remembers a matched call until the return probe with the same stack
+ * pointer sees it end; NULL when it cannot (counted). *DEPTH gets its
+ * slot. */
+static __always_inline struct pending_call *push_pending(struct pt_regs *ctx, __u32 tid, __u64 aux,
+							  __u64 now, __u32 idx, __u32 flags,
+							  __u32 *depth)
+{
+	struct call_stack *st = call_stack_of(tid, bpf_get_current_pid_tgid() >> 32);
+	struct pending_call *call;
+
+	if (!st)
+		return NULL;
+	/* At the depth limit a coroutine keeps its start and may still
+	 * finish in a later step. */
+	call = call_stack_push(st, PT_REGS_SP(ctx), now, depth);
+	if (!call)
+		return NULL;
+	call->aux = aux;
+	call->probe = idx;
+	call->flags = flags;
+	return call;
+}
+
+/* The returning call of this thread's stack, if it was one we timed. */
+static __always_inline struct pending_call *pop_pending(struct pt_regs *ctx, __u32 tid)
+{
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
+	__u32 depth;
+
+	if (!st)
+		return NULL;
+	return call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
+}
+
+static __always_inline bool traced_current(void)
+{
+	return traced(bpf_get_current_pid_tgid() >> 32);
+}
+
+/* Every function that runs a coroutine or generator step from C, with
+ * the object as its first argument. */
 SEC("uprobe")
-int py_gen_entry(struct pt_regs *ctx)
+int py_coro_step(struct pt_regs *ctx)
 {
 	__u64 gen = PT_REGS_PARM1(ctx), frame, now;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u32 value, idx;
+	__u32 value, idx, depth;
 
-	frame = gen ? read_ptr(gen + layout.gen_frame) : 0;
-	if (!frame)
+	if (!gen || !traced_current())
+		return 0;
+	if (any_iterator && !is_coroutine_or_generator(gen))
+		return 0;
+	frame = gen_frame(gen);
+	if (!frame || gen_finished(gen))
 		return 0; /* finished: the call raises, nothing runs */
 	if (step_already_pending(tid, gen))
 		return 0;
-	value = frame_verdict(frame);
+	value = gen_verdict(gen, frame);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
 		return 0;
 	idx = value & PYSPAN_CODE_IDX_MASK;
 	now = bpf_ktime_get_ns();
-	if (coro_entry(frame, idx, tid, now))
-		push_pending(ctx, tid, frame, gen, now, idx, true);
+	if (step_begins(gen, frame, idx, tid, now))
+		push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth);
 	return 0;
 }
 
 SEC("uretprobe")
-int py_gen_return(struct pt_regs *ctx)
+int py_coro_step_return(struct pt_regs *ctx)
 {
-	return pop_pending(ctx);
-}
+	__u64 now = bpf_ktime_get_ns();
+	struct pending_call *call = pop_pending(ctx, (__u32)bpf_get_current_pid_tgid());
 
-/* 3.8-3.10: the def statement passes code and qualname together. */
-SEC("uprobe")
-int py_make_function(struct pt_regs *ctx)
-{
-	__u64 code = PT_REGS_PARM1(ctx), qualname = PT_REGS_PARM3(ctx);
-	struct code_key key;
-	__u32 flags = 0, value;
-	int idx;
-
-	if (!code || code_key_read(code, &key))
-		return 0;
-	if (!qualname)
-		qualname = key.names[1]; /* co_name */
-	idx = match_names(&key, qualname, false);
-	bpf_probe_read_user(&flags, sizeof(flags), (void *)(code + layout.code_flags));
-	/* A miss is cached too: a same-named method in the probe's file
-	 * (Busy.crunch next to crunch) is then never taken for it. */
-	value = idx < 0 ? PYSPAN_CODE_NO_MATCH
-			: (__u32)idx | ((flags & CODE_GEN_FLAGS) ? PYSPAN_CODE_IS_GEN : 0);
-	bpf_map_update_elem(&code_cache, &key, &value, BPF_ANY);
+	if (call && (call->flags & CALL_CORO_STEP) && gen_finished(call->aux))
+		coro_close(call->aux, now);
 	return 0;
 }
 
-/* A thread of the target that exits with calls pending never returns
- * from them. A raw tracepoint: a BTF one needs the kernel's own BTF. */
+/* ---- 3.12+: creation and deallocation ----------------------------------- */
+
+/* _Py_MakeCoro(func): a coroutine or generator object is made for the
+ * function about to be called; its first step follows in the eval loop
+ * (an await), or later from C (a task). */
+SEC("uprobe")
+int py_make_coro(struct pt_regs *ctx)
+{
+	__u64 func = PT_REGS_PARM1(ctx), code;
+	__u32 value, depth;
+
+	if (!func || !traced_current())
+		return 0;
+	code = read_ptr(func + layout.func_code);
+	value = code_verdict(code, func + layout.func_qualname);
+	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
+		return 0;
+	push_pending(ctx, (__u32)bpf_get_current_pid_tgid(), code, bpf_ktime_get_ns(),
+		     value & PYSPAN_CODE_IDX_MASK, CALL_CREATION, &depth);
+	return 0;
+}
+
+/* Its return value is the new object: its span is known from here. */
+SEC("uretprobe")
+int py_make_coro_return(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct pending_call *call = pop_pending(ctx, tid);
+	__u64 gen = PT_REGS_RC(ctx);
+
+	/* the code is kept to tell this coroutine from a later one made at
+	 * the same address */
+	if (call && (call->flags & CALL_CREATION) && gen)
+		coro_open(gen, call->probe, tid, call->start_ns, call->aux);
+	return 0;
+}
+
+/* gen_dealloc(gen): a timed coroutine that finished inside the eval loop
+ * ends here (its awaiter dropped it right after its return); one freed
+ * before it finished gives no row. */
+SEC("uprobe")
+int py_gen_dealloc(struct pt_regs *ctx)
+{
+	__u64 gen = PT_REGS_PARM1(ctx), now = bpf_ktime_get_ns();
+	struct open_coro *open;
+	struct coro_key k;
+
+	if (!gen || !traced_current())
+		return 0;
+	k = coro_key_of(gen);
+	open = bpf_map_lookup_elem(&open_coros, &k);
+	if (!open)
+		return 0;
+	if (gen_finished(gen)) {
+		coro_close(gen, now);
+		return 0;
+	}
+	/* never stepped, or freed while suspended (closed unfinished) */
+	count(layout.gen_iframe && gen_state(gen) == layout.state_created ? SPAN_CNT_CORO_UNSTARTED
+									 : SPAN_CNT_CORO_UNFINISHED);
+	span_context_drop_coro(gen, open);
+	bpf_map_delete_elem(&open_coros, &k);
+	return 0;
+}
+
+/* ---- plain functions (only when asked for) -------------------------------- */
+
+/* _PyFunction_Vectorcall(func, ...): a Python function is called. A
+ * coroutine or generator function only makes its object here: those are
+ * timed by their steps. */
+SEC("uprobe")
+int py_call(struct pt_regs *ctx)
+{
+	__u64 func = PT_REGS_PARM1(ctx);
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), value, idx;
+
+	struct pending_call *call;
+	__u32 depth;
+
+	if (!func || !traced_current())
+		return 0;
+	value = code_verdict(read_ptr(func + layout.func_code), func + layout.func_qualname);
+	if (value == PYSPAN_CODE_NO_MATCH || (value & PYSPAN_CODE_IS_GEN))
+		return 0;
+	idx = value & PYSPAN_CODE_IDX_MASK;
+	count_probe(idx, PYSPAN_PC_ENTRIES);
+	call = push_pending(ctx, tid, 0, bpf_ktime_get_ns(), idx, CALL_OWNS_CONTEXT, &depth);
+	if (call && engine.resources) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		struct span_context_key k = call_context_key(call, tid, tgid, depth);
+
+		span_context_begin(&k, tgid, tid);
+	}
+	return 0;
+}
+
+SEC("uretprobe")
+int py_call_return(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), tgid = bpf_get_current_pid_tgid() >> 32;
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
+	struct span_context_key k;
+	struct pending_call *call;
+	__u32 depth = 0;
+
+	if (!st)
+		return 0;
+	call = call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
+	if (!call || !(call->flags & CALL_OWNS_CONTEXT))
+		return 0;
+	k = call_context_key(call, tid, tgid, depth);
+	span_emit(call->start_ns, now, probes[call->probe & (PYSPAN_MAX_PROBES - 1)].probe_id,
+		  tgid, tid, &k);
+	count_probe(call->probe, PYSPAN_PC_SPANS);
+	return 0;
+}
+
+/* A thread of a traced process that exits with calls pending never
+ * returns from them. A raw tracepoint: a BTF one needs the kernel's own
+ * BTF. (With the native tracer loaded, its own exit program cleans the
+ * traced set; this one only the Python call stacks.) */
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(py_thread_exit, struct task_struct *task)
 {
-	/* the target as the loader named it, in its PID namespace */
-	if ((loader_pid_tgid() >> 32) == targ_tgid)
-		call_stack_thread_exit((__u32)bpf_get_current_pid_tgid());
+	call_stack_thread_exit((__u32)bpf_get_current_pid_tgid());
 	return 0;
 }

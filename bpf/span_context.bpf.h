@@ -112,17 +112,19 @@ static __always_inline void span_context_begin(const struct span_context_key *ke
 }
 
 /* A span ends without a row (unwound, its thread exited, no room in the
- * ring): forget its start. */
+ * ring): forget its start. Called once for each span begun, whether or
+ * not the LRU still holds its start: the process's open count must come
+ * back to 0, or its peak would never be reset. */
 static __always_inline void span_context_drop(const struct span_context_key *key, __u32 tgid)
 {
-	if (bpf_map_delete_elem(&span_starts, key) == 0)
-		rss_peak_close(tgid);
+	bpf_map_delete_elem(&span_starts, key);
+	rss_peak_close(tgid);
 }
 
-/* Completes the resource part of E for a span ending on thread TID: its
- * counters now, its counters at the start (when it began on this
- * thread; else unknown: begin = end and the flags say so), and the
- * process's RSS peak in between. */
+/* Completes the resource part of E for a span begun (span_context_begin)
+ * and ending now on thread TID: its counters now, its counters at the
+ * start (when it began on this thread; else unknown: begin = end and the
+ * flags say so), and the process's RSS peak in between. */
 static __always_inline void span_context_finish(struct span_resource_event *e,
 						const struct span_context_key *key,
 						__u32 tgid, __u32 tid)
@@ -144,8 +146,7 @@ static __always_inline void span_context_finish(struct span_resource_event *e,
 		e->rss_peak_pages = e->begin.rss_pages;
 	if (e->end.rss_pages > e->rss_peak_pages)
 		e->rss_peak_pages = e->end.rss_pages;
-	if (start)
-		span_context_drop(key, tgid);
+	span_context_drop(key, tgid);
 }
 
 /* Every change of a process's RSS counters made by the process itself

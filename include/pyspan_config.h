@@ -18,9 +18,6 @@
 #define PYSPAN_STR_MAX 128
 /* Longest dotted module: "/" MODULE "/__init__.py" must fit. */
 #define PYSPAN_MODULE_MAX (PYSPAN_STR_MAX - 1 - 13)
-/* Value-stack slots of the caller searched for the called function
- * object (3.8-3.10 plain functions whose def ran before attach). */
-#define PYSPAN_CALLER_SLOTS 16
 /* Code objects whose match result is cached (LRU). */
 #define PYSPAN_CODE_CACHE 16384
 /* Coroutines/generators between first entry and final return. */
@@ -31,48 +28,33 @@
 #define PYSPAN_CODE_IS_GEN 0x10000u /* coroutine, generator, async gen */
 #define PYSPAN_CODE_IDX_MASK 0xffffu
 
-/* How the interpreter says "first entry" and "suspended" (per version). */
-enum pyspan_frame_model {
-	PYSPAN_MODEL_FRAMEOBJ_STACKTOP = 1, /* 3.8, 3.9: PyFrameObject, f_stacktop != NULL when yielded */
-	PYSPAN_MODEL_FRAMEOBJ_STATE = 2,    /* 3.10: PyFrameObject, f_state < 0 when suspended */
-	PYSPAN_MODEL_IFRAME_PREV = 3,       /* 3.11, 3.12: _PyInterpreterFrame.prev_instr */
-	PYSPAN_MODEL_IFRAME_NEXT = 4,       /* 3.13: _PyInterpreterFrame.instr_ptr */
-};
+/* gi_frame_state at and above which a 3.11+ coroutine has finished. */
+#define PYSPAN_FRAME_COMPLETED 1
 
 /* Byte offsets inside the traced interpreter's objects (x86-64 and
  * aarch64 agree: both are LP64). 0 means "not on this version". */
 struct pyspan_layout {
-	__u32 model;          /* enum pyspan_frame_model */
-	__u32 frame_arg;      /* which argument of _PyEval_EvalFrameDefault is the frame: 1 or 2 */
+	__u32 func_code;      /* PyFunctionObject.func_code */
+	__u32 func_qualname;  /* PyFunctionObject.func_qualname */
+	__u32 gen_frame;      /* 3.8-3.10: PyGenObject.gi_frame, NULL once finished */
+	__u32 gen_iframe;     /* 3.11+: offset of the frame embedded in PyGenObject */
+	__u32 gen_state;      /* 3.11+: int8 gi_frame_state */
+	__s32 state_created;  /* 3.11+: gi_frame_state before the first step */
+	__u32 gen_qualname;   /* PyGenObject.gi_qualname */
 	__u32 frame_code;     /* frame -> code object */
 	__u32 frame_lasti;    /* 3.8-3.10: int f_lasti, -1 before the first instruction */
-	__u32 frame_gen;      /* 3.8-3.10: PyFrameObject.f_gen */
-	__u32 frame_suspend;  /* 3.8/3.9 f_stacktop, 3.10 f_state */
-	__u32 frame_instr;    /* 3.11+: prev_instr / instr_ptr */
-	__u32 frame_owner;    /* 3.11+: char owner */
-	__u32 gen_iframe;     /* 3.11+: offset of the embedded frame in PyGenObject */
-	__u32 gen_state;      /* 3.11+: int8 gi_frame_state */
-	__u32 gen_qualname;   /* PyGenObject.gi_qualname */
-	__u32 gen_frame;      /* 3.8-3.10: PyGenObject.gi_frame, NULL once finished */
-	__u32 frame_back;     /* 3.8-3.10: PyFrameObject.f_back */
-	__u32 frame_valuestack; /* 3.8-3.10: PyFrameObject.f_valuestack */
-	__u32 func_code;      /* 3.8-3.10: PyFunctionObject.func_code */
-	__u32 func_qualname;  /* 3.8-3.10: PyFunctionObject.func_qualname */
 	__u32 code_flags;
 	__u32 code_filename;
 	__u32 code_name;
-	__u32 code_qualname;  /* 3.11+ */
 	__u32 unicode_length; /* PyASCIIObject.length */
 	__u32 unicode_state;
 	__u32 unicode_data;   /* sizeof(PyASCIIObject): compact ASCII text */
-	__u32 owned_by_generator;
-	__u32 return_generator; /* opcode of RETURN_GENERATOR (3.11+) */
+	__u32 pad;
 };
 
 /* One py:MODULE:QUALNAME probe as the BPF matcher sees it. */
 struct pyspan_probe_cfg {
 	char qualname[PYSPAN_STR_MAX];   /* "Class.method" */
-	char name[PYSPAN_STR_MAX];       /* last part, "method": co_name */
 	char file_suffix[PYSPAN_STR_MAX]; /* "/a/b/c.py" */
 	char pkg_suffix[PYSPAN_STR_MAX];  /* "/a/b/c/__init__.py" */
 	__u32 file_len;                   /* strlen(file_suffix) */
@@ -81,20 +63,20 @@ struct pyspan_probe_cfg {
 	__u32 pad;
 };
 
-/* A coroutine between its first entry and its final return (the
- * open_coros map, keyed by frame address; the summary counts them). */
+/* A coroutine between its first step (or creation) and its end (the
+ * open_coros map, keyed by the coroutine object; the summary counts
+ * those still open). */
 struct open_coro {
 	__u64 start_ns; /* 0: started before attach, gives no row */
-	__u64 code;     /* a frame address reused by another coroutine differs here */
+	__u64 code;     /* an address reused by another coroutine differs here */
 	__u32 idx;
 	__u32 tid;
 };
 
 /* Per-probe counters (per-CPU array, key = idx * PYSPAN_PC_MAX + kind). */
 enum pyspan_probe_counter {
-	PYSPAN_PC_ENTRIES,    /* matched entries of the eval loop */
+	PYSPAN_PC_ENTRIES,    /* timed calls and coroutines begun */
 	PYSPAN_PC_SPANS,      /* span events submitted */
-	PYSPAN_PC_UNRESOLVED, /* 3.8-3.10 plain function whose qualname was never learned */
 	PYSPAN_PC_MAX,
 };
 

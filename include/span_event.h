@@ -58,7 +58,9 @@ struct span_engine_config {
 	X(STACK_FULL, "calls in threads beyond the tracking table")             \
 	X(CORO_TABLE_FULL, "too many open coroutines")                          \
 	X(MID_CORO, "coroutines started before pmetrics attached")              \
-	X(CORO_NO_START, "coroutine ends whose start was lost")
+	X(CORO_NO_START, "coroutine ends whose start was lost")                 \
+	X(CORO_UNSTARTED, "coroutines freed before their first step")           \
+	X(CORO_UNFINISHED, "coroutines freed unfinished (closed)")
 
 #define SPAN_COUNTER_ENUM(name, text) SPAN_CNT_##name,
 enum span_counter {

@@ -48,6 +48,18 @@ CROSS_DEPS := bash .ci/install-deps --arm64-cross || \
 	echo "pmetrics: the arm64 cross stage of make check will be skipped"
 endif
 
+# ---- an arm64 CPython for the unit tests ------------------------------------
+# test_python_hooks checks the aarch64 paths of python_hooks.c (relative
+# relocations, bl) on Debian's arm64 libpython3.11 and its debug file,
+# downloaded once with apt-get download (nothing installed). Where that
+# cannot be done the tests skip, saying why ($(PY_ARM64)/skipped).
+PY_ARM64 := $(OUT)/testdata/arm64-python
+.PHONY: arm64-python
+arm64-python:
+	$(Q)bash tests/unit/fetch-arm64-python.sh $(PY_ARM64)
+UNIT_EXTRA += arm64-python
+CHECK_EXTRA += arm64-python
+
 # ---- make robot: the one file to copy to the robot ----------------------
 # A static, stripped arm64 pmetrics, built on a machine of either
 # architecture: nothing to install on the robot (its image has neither

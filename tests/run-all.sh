@@ -31,7 +31,10 @@ run_unit_dir() {
 	for bin in "$dir"/test_*; do
 		[ -x "$bin" ] || continue
 		echo "== $label $(basename "$bin")"
-		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		# PMETRICS_TESTDATA: downloaded test inputs (make unit);
+		# PMETRICS_EMULATED: under qemu-user, so no time limits
+		PMETRICS_TESTDATA="$build/testdata" PMETRICS_EMULATED=${runner:+1} \
+			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 			$runner "$bin" >"$log" 2>&1
 		rc=$?
 		cat "$log"

@@ -3,6 +3,7 @@
 #include "bpf_loader.h"
 
 #include <bpf/btf.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,13 +39,15 @@ static const char *btf_machine(const struct btf *btf)
 	return NULL;
 }
 
-/* "Linux version X ..." from an ELF vmlinux's banner, into OUT ("" for
- * raw BTF, which carries no version). */
-static void banner_release(const char *path, char *out, size_t len)
+#define BANNER_WINDOW (1 << 16) /* bytes read at a time */
+
+void vmlinux_banner_release(const char *path, char *out, size_t len)
 {
 	static const char tag[] = "Linux version ";
-	char buf[1 << 16];
-	size_t n, keep = sizeof(tag) + 64;
+	const size_t tag_len = sizeof(tag) - 1;
+	static char buf[BANNER_WINDOW + 1];
+	size_t keep = 0;
+	bool eof = false;
 	FILE *f = fopen(path, "rb");
 
 	out[0] = '\0';
@@ -53,16 +56,40 @@ static void banner_release(const char *path, char *out, size_t len)
 			fclose(f);
 		return;
 	}
-	/* windows overlapping by KEEP bytes, so no banner is cut in two */
-	while (!out[0] && (n = fread(buf + keep, 1, sizeof(buf) - keep, f)) > 0) {
-		char *at = memmem(buf, n + keep, tag, sizeof(tag) - 1);
+	/* Each window starts with the KEEP bytes the last one could not
+	 * decide on (a tag or a release cut at its end), and is
+	 * NUL-terminated after its valid bytes. */
+	while (!out[0] && !eof) {
+		size_t n = fread(buf + keep, 1, BANNER_WINDOW - keep, f), valid = keep + n, next;
 
-		if (at && (size_t)(buf + n + keep - at) > sizeof(tag) + 1)
-			sscanf(at + sizeof(tag) - 1, "%63s", out);
-		memmove(buf, buf + n, keep);
+		eof = n < BANNER_WINDOW - keep;
+		buf[valid] = '\0';
+		/* no match: only a tag's first bytes can continue in the next window */
+		next = valid > tag_len - 1 ? valid - (tag_len - 1) : 0;
+		for (char *at = buf; (at = memmem(at, (size_t)(buf + valid - at), tag, tag_len)); at++) {
+			const char *release = at + tag_len;
+			size_t r = 0;
+
+			while (release + r < buf + valid && r < len && release[r] != '\0' &&
+			       !isspace((unsigned char)release[r]))
+				r++;
+			if (r == len)
+				continue; /* longer than a release: not the banner */
+			if (release + r == buf + valid) {
+				if (!eof)
+					next = (size_t)(at - buf); /* cut: decided in the next window */
+				break;
+			}
+			if (r > 0) {
+				memcpy(out, release, r);
+				out[r] = '\0';
+				break;
+			}
+		}
+		keep = valid - next;
+		memmove(buf, buf + next, keep);
 	}
 	fclose(f);
-	(void)len;
 }
 
 int btf_file_check(const char *path, const char *release, const char *machine,
@@ -90,7 +117,7 @@ int btf_file_check(const char *path, const char *release, const char *machine,
 		       struct_size(btf, "task_struct") : -1;
 	arch = btf_machine(btf);
 	own_size = own ? struct_size(own, "task_struct") : -1;
-	banner_release(path, banner, sizeof(banner));
+	vmlinux_banner_release(path, banner, sizeof(banner));
 	btf__free(btf);
 	if (size < 0)
 		snprintf(err, errlen, "cannot use --btf %s: it is not a kernel's BTF (no do_exit or "

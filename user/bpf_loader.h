@@ -28,6 +28,12 @@ struct btf;
 int btf_file_check(const char *path, const char *release, const char *machine,
 		   const struct btf *own, char *err, size_t errlen);
 
+/* The kernel release an ELF vmlinux at PATH names in its banner ("Linux
+ * version 6.1.0-13-arm64 (...)"), into OUT (at most LEN - 1 bytes): what
+ * follows the banner's tag up to a blank or a NUL. "" when PATH is not
+ * ELF (raw BTF carries no version) or holds no such banner. */
+void vmlinux_banner_release(const char *path, char *out, size_t len);
+
 /* Where CO-RE can learn the kernel's struct layout: its own BTF
  * (/sys/kernel/btf/vmlinux), a --btf file, or nowhere. Objects reading
  * kernel structs need one of the first two; BTF tracepoints and

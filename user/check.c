@@ -164,27 +164,75 @@ static void print_text(const struct kernel_facts *f, const struct capability_rep
 		const struct pyspan_hook_point *pt = &t->python.points[i];
 
 		if (pt->found)
-			printf("  hook point    %-28s %s at file offset 0x%llx\n", pt->symbol,
-			       pt->in_dynsym ? ".dynsym" : ".symtab", pt->offset);
+			printf("  hook point    %-24s %s at file offset 0x%llx (%s)\n", pt->symbol,
+			       pt->source, pt->offset, pt->detail);
 		else
-			printf("  hook point    %-28s missing\n", pt->symbol);
+			printf("  hook point    %-24s missing: %s\n", pt->symbol, pt->detail);
 	}
 }
 
 /* ---- JSON ------------------------------------------------------------ */
 
+/* The length of the valid UTF-8 sequence at S (RFC 3629: shortest form,
+ * no surrogate, nothing above U+10FFFF), or 0 when there is none there;
+ * then *BAD is how many bytes to pass over as one invalid sequence (its
+ * longest start that could have been valid, at least 1). A NUL is never
+ * a continuation byte, so nothing past the string is read. */
+static size_t utf8_sequence(const unsigned char *s, size_t *bad)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		n = 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0; /* shorter forms are overlong */
+	else if (s[0] == 0xed)
+		hi = 0x9f; /* beyond are the surrogates */
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f; /* beyond is past U+10FFFF */
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf)) {
+			*bad = i;
+			return 0;
+		}
+	}
+	*bad = 1;
+	return n;
+}
+
+/* S as a JSON string. Names come from the system (a process's executable,
+ * a library's path) and need not be UTF-8: an invalid sequence becomes
+ * U+FFFD, so the output is always valid JSON; valid UTF-8 passes as is. */
 static void json_string(const char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	putchar('"');
+	while (*p) {
+		size_t bad, n = utf8_sequence(p, &bad);
+
+		if (!n) {
+			fputs("\\ufffd", stdout);
+			p += bad;
+		} else if (*p == '"' || *p == '\\') {
+			printf("\\%c", *p++);
+		} else if (*p < 0x20) {
+			printf("\\u%04x", *p++);
+		} else {
+			fwrite(p, 1, n, stdout);
+			p += n;
+		}
 	}
 	putchar('"');
 }
@@ -209,11 +257,19 @@ static void json_target(pid_t pid, const struct target_facts *t)
 
 		printf("%s{\"symbol\":", i ? "," : "");
 		json_string(pt->symbol);
-		if (pt->found)
-			printf(",\"found\":true,\"table\":\"%s\",\"offset\":%llu}",
-			       pt->in_dynsym ? ".dynsym" : ".symtab", pt->offset);
-		else
-			printf(",\"found\":false}");
+		printf(",\"use\":");
+		json_string(pt->use);
+		if (pt->found) {
+			printf(",\"found\":true,\"source\":");
+			json_string(pt->source);
+			printf(",\"detail\":");
+			json_string(pt->detail);
+			printf(",\"offset\":%llu}", pt->offset);
+		} else {
+			printf(",\"found\":false,\"why\":");
+			json_string(pt->detail);
+			printf("}");
+		}
 	}
 	printf("]}}");
 }

@@ -202,41 +202,97 @@ static int write_header(struct csv_file *f, const char *const *header, int n_hea
 				  &f->header_id, err, errlen);
 }
 
-/* Quotes in BUF[0..len) after its last line break. */
-static size_t quotes_in_last_line(const char *buf, size_t len)
-{
-	size_t quotes = 0;
+/* How far back a torn last row is looked at: the torn row and the row
+ * before it are at most CSV_ROW_MAX bytes each, and a few rows more make
+ * it plain where the window starts (see quote_open_at_end()). */
+#define TORN_WINDOW (8 * CSV_ROW_MAX)
 
-	while (len > 0 && buf[len - 1] != '\n')
-		quotes += buf[--len] == '"';
-	return quotes;
+/* Reads BUF[0..len) from the quote state IN (inside a quoted field or
+ * not) and counts what the CSV this file holds never has: a quote
+ * opening a field after something else than ',' or a row start, one
+ * closing it before something else than ',', CR, LF or the end, and a
+ * row (or a part of one) longer than CSV_ROW_MAX. *IN_AT_END: the state
+ * after the last byte. */
+static size_t layout_breaks(const char *buf, size_t len, bool in, bool *in_at_end)
+{
+	size_t breaks = 0, row_len = 0;
+
+	for (size_t i = 0; i < len; i++, row_len++) {
+		char c = buf[i];
+
+		if (in && c == '"' && i + 1 < len && buf[i + 1] == '"') {
+			i++; /* a doubled quote inside the field */
+			row_len++;
+		} else if (in && c == '"') {
+			in = false;
+			breaks += i + 1 < len && !strchr(",\r\n", buf[i + 1]);
+		} else if (c == '"') {
+			in = true;
+			breaks += i > 0 && buf[i - 1] != ',' && buf[i - 1] != '\n';
+		} else if (!in && c == '\n') {
+			breaks += row_len > CSV_ROW_MAX;
+			row_len = 0;
+		}
+	}
+	breaks += row_len > CSV_ROW_MAX;
+	*in_at_end = in;
+	return breaks;
+}
+
+/* Whether the file, of which BUF[0..len) are the last bytes
+ * (AT_FILE_START: all of it), ends inside a quoted field. Inside one
+ * every '"' is doubled and a field's quotes pair, so that is the parity
+ * of the quotes counted from a row start; a quoted field may hold line
+ * breaks, so the last one is not such a start. The file's first byte
+ * is; when the window does not reach it, the window's first byte may be
+ * inside quotes or not, and both are tried: read from the wrong one,
+ * quoted line breaks end rows and row ends are quoted, which breaks the
+ * layout (layout_breaks()) in any real file, so the reading with fewer
+ * breaks is taken (on a tie, outside). */
+static bool quote_open_at_end(const char *buf, size_t len, bool at_file_start)
+{
+	bool from_outside, from_inside;
+	size_t outside = layout_breaks(buf, len, false, &from_outside);
+
+	if (at_file_start)
+		return from_outside;
+	return layout_breaks(buf, len, true, &from_inside) < outside ? from_inside : from_outside;
 }
 
 /* An existing file whose last line has no line end (a writer that was
  * killed, a full disk) gets one before our first row, with the quote its
- * torn row left open closed first, and stderr hears of it once. Only the
- * file's tail is read: a quoted line break earlier in the torn row itself
- * is not seen. */
+ * torn row left open closed first, and stderr hears of it once. */
 static int end_torn_line(struct csv_file *f, enum csv_layout layout, char *err, size_t errlen)
 {
-	char tail[4096], fix[3];
-	size_t len = 0;
+	char *tail, fix[3];
+	size_t len = 0, got = 0;
 	struct stat st;
+	bool open_quote;
 	off_t want;
 	ssize_t n;
 
 	if (fstat(f->fd, &st) != 0 || st.st_size == 0)
 		return 0;
-	want = st.st_size < (off_t)sizeof(tail) ? st.st_size : (off_t)sizeof(tail);
-	n = pread(f->fd, tail, (size_t)want, st.st_size - want);
-	if (n <= 0 || tail[n - 1] == '\n')
+	want = st.st_size < TORN_WINDOW ? st.st_size : TORN_WINDOW;
+	tail = malloc((size_t)want);
+	if (!tail) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	while (got < (size_t)want &&
+	       (n = pread(f->fd, tail + got, (size_t)want - got, st.st_size - want + (off_t)got)) > 0)
+		got += (size_t)n;
+	if (got < (size_t)want || tail[got - 1] == '\n') {
+		free(tail);
 		return 0;
-	bool open_quote = quotes_in_last_line(tail, (size_t)n) % 2;
+	}
+	open_quote = quote_open_at_end(tail, got, want == st.st_size);
 	if (open_quote)
 		fix[len++] = '"';
-	if (layout == CSV_LAYOUT_ACTIVITY && (open_quote || tail[n - 1] != '\r'))
+	if (layout == CSV_LAYOUT_ACTIVITY && (open_quote || tail[got - 1] != '\r'))
 		fix[len++] = '\r';
 	fix[len++] = '\n';
+	free(tail);
 	errno = 0;
 	if (write(f->fd, fix, len) != (ssize_t)len) {
 		snprintf(err, errlen, "cannot end the torn last line of %s: %s", f->path,

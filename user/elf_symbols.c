@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef SHT_RELR
@@ -24,18 +25,31 @@ struct elf_file {
 	Elf *elf;
 };
 
+/* Opens PATH for libelf. The file may be the target's (a container's, or
+ * one it can rewrite): a FIFO put in its place must not block us (it is
+ * refused by type; for a regular file O_NONBLOCK changes nothing). It is
+ * mapped, not read: the image view works on the whole file's bytes, and
+ * reading a libpython of 25 MB for each question doubled the time and
+ * memory of finding its hook points. */
 static int elf_file_open(struct elf_file *f, const char *path, char *err, size_t errlen)
 {
+	struct stat st;
+
 	f->elf = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf initialisation failed");
 		return -EINVAL;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	f->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (f->fd < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
 		return -e;
+	}
+	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file", path);
+		close(f->fd);
+		return -EINVAL;
 	}
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
@@ -732,18 +746,17 @@ bool elf_has_symtab(const char *path)
 	return found;
 }
 
-/* The first string of PATH's .dynamic entries of kind TAG that starts
- * with PREFIX ("" for any). Returns 0, or -1 when there is none. */
-static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
-			  char *out, size_t len)
+/* Calls FN with each string of PATH's .dynamic entries of kind TAG, in
+ * their order, until it returns true. Returns 0 when one did, -1 when
+ * none did or PATH is not a readable ELF file. */
+static int dynamic_each(const char *path, Elf64_Sxword tag,
+			bool (*fn)(const char *s, void *arg), void *arg)
 {
-	size_t plen = strlen(prefix);
 	char err[256];
 	struct elf_file f;
 	Elf_Scn *scn = NULL;
 	int ret = -1;
 
-	out[0] = '\0';
 	if (elf_file_open(&f, path, err, sizeof(err)))
 		return -1;
 	while (ret && (scn = elf_nextscn(f.elf, scn))) {
@@ -753,22 +766,46 @@ static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
 			continue;
 		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+		for (size_t i = 0; data && ret && i < sh.sh_size / sh.sh_entsize; i++) {
 			const char *s;
 			GElf_Dyn dyn;
 
 			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag != tag)
 				continue;
 			s = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val);
-			if (s && strncmp(s, prefix, plen) == 0) {
-				snprintf(out, len, "%s", s);
+			if (s && fn(s, arg))
 				ret = 0;
-				break;
-			}
 		}
 	}
 	elf_file_close(&f);
 	return ret;
+}
+
+struct prefix_match {
+	const char *prefix;
+	char *out;
+	size_t len;
+};
+
+static bool copy_if_prefix(const char *s, void *arg)
+{
+	struct prefix_match *m = arg;
+
+	if (strncmp(s, m->prefix, strlen(m->prefix)) != 0)
+		return false;
+	snprintf(m->out, m->len, "%s", s);
+	return true;
+}
+
+/* The first string of PATH's .dynamic entries of kind TAG that starts
+ * with PREFIX ("" for any), into OUT. Returns 0, or -1 when there is none. */
+static int dynamic_string(const char *path, Elf64_Sxword tag, const char *prefix,
+			  char *out, size_t len)
+{
+	struct prefix_match m = { prefix, out, len };
+
+	out[0] = '\0';
+	return dynamic_each(path, tag, copy_if_prefix, &m);
 }
 
 int elf_soname(const char *path, char *out, size_t len)
@@ -791,17 +828,36 @@ int elf_needed(const char *path, const char *prefix, char *out, size_t len)
 	return dynamic_string(path, DT_NEEDED, prefix, out, len);
 }
 
+bool elf_needs(const char *path, bool (*match)(const char *needed, void *arg), void *arg)
+{
+	return dynamic_each(path, DT_NEEDED, match, arg) == 0;
+}
+
+int elf_header_fd(int fd, int *machine, int *elf_class)
+{
+	unsigned char h[20];
+
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, ELFMAG, SELFMAG) != 0 ||
+	    (h[EI_CLASS] != ELFCLASS32 && h[EI_CLASS] != ELFCLASS64) ||
+	    (h[EI_DATA] != ELFDATA2LSB && h[EI_DATA] != ELFDATA2MSB))
+		return -1;
+	/* e_machine: a 16-bit field at offset 18 in both classes, in the
+	 * file's own byte order */
+	*machine = h[EI_DATA] == ELFDATA2LSB ? h[18] | h[19] << 8 : h[18] << 8 | h[19];
+	if (elf_class)
+		*elf_class = h[EI_CLASS];
+	return 0;
+}
+
 int elf_machine(const char *path)
 {
-	char err[256];
-	struct elf_file f;
-	GElf_Ehdr eh;
-	int machine = -1;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), machine = -1;
+	struct stat st;
 
-	if (elf_file_open(&f, path, err, sizeof(err)))
+	if (fd < 0)
 		return -1;
-	if (gelf_getehdr(f.elf, &eh))
-		machine = eh.e_machine;
-	elf_file_close(&f);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || elf_header_fd(fd, &machine, NULL) != 0)
+		machine = -1;
+	close(fd);
 	return machine;
 }

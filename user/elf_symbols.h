@@ -40,8 +40,16 @@ int elf_runpath(const char *path, char *out, size_t len);
  * Returns 0, or -1 when there is none. */
 int elf_needed(const char *path, const char *prefix, char *out, size_t len);
 
-/* PATH's e_machine (EM_X86_64, EM_AARCH64), or -1 when not ELF. */
+/* Whether MATCH returns true for one of PATH's DT_NEEDED names. */
+bool elf_needs(const char *path, bool (*match)(const char *needed, void *arg), void *arg);
+
+/* PATH's e_machine (EM_X86_64, EM_AARCH64), or -1 when it is not a
+ * regular ELF file. */
 int elf_machine(const char *path);
+/* The e_machine and class (ELFCLASS32, ELFCLASS64; ELF_CLASS may be
+ * NULL) of the ELF file open at FD, read with pread. Returns 0, or -1
+ * when it is not ELF. */
+int elf_header_fd(int fd, int *machine, int *elf_class);
 
 /* ---- one ELF file opened for many questions ------------------------------
  * What finding a stripped interpreter's hook points needs: symbols with

@@ -92,6 +92,43 @@ static bool may_load_bpf(void)
 #undef HAS
 }
 
+/* Is this process in the initial user namespace? Its uid_map then maps
+ * every id to itself; in another one (a container, unshare -U) it maps a
+ * range. The capabilities bpf() needs count only in the initial one. */
+static bool in_initial_user_namespace(void)
+{
+	unsigned long inner, outer, count;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	int lines = 0, fields = 0;
+	char line[128];
+
+	if (!f)
+		return true; /* no user namespaces in this kernel */
+	while (fgets(line, sizeof(line), f))
+		if (lines++ == 0)
+			fields = sscanf(line, "%lu %lu %lu", &inner, &outer, &count);
+	fclose(f);
+	return lines == 1 && fields == 3 && inner == 0 && outer == 0 && count == 4294967295ul;
+}
+
+/* Does bpf() load the smallest program (a socket filter returning 0)?
+ * 1 yes; 0 no bpf() at all (ENOSYS); else -errno, kept to say why
+ * (EPERM: not privileged where it counts). */
+static int try_bpf_syscall(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns, 2, NULL);
+
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return fd == -ENOSYS ? 0 : fd;
+}
+
 /* libbpf's probes: 1 supported, 0 not, < 0 could not tell. */
 static int probed(int r)
 {
@@ -242,15 +279,17 @@ void kernel_check_probe(struct kernel_facts *f)
 	read_config(f);
 	f->btf = bpf_loader_btf();
 	f->root = may_load_bpf();
+	f->initial_userns = in_initial_user_namespace();
 	f->perf_events = try_perf_events();
 	if (!f->root) {
 		f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter =
 			f->perf_event_bpf = -EPERM;
 		return;
 	}
-	f->bpf_syscall = probed(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_SOCKET_FILTER, NULL));
+	f->bpf_syscall = try_bpf_syscall();
 	if (f->bpf_syscall != 1) {
-		f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter = f->perf_event_bpf = 0;
+		f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter = f->perf_event_bpf =
+			f->bpf_syscall;
 		return;
 	}
 	f->ringbuf = probed(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
@@ -291,12 +330,25 @@ static void unset_options(const struct kernel_facts *f, const char *const *names
 							 used ? ", " : "", names[i]);
 }
 
+#define NEEDED_CAPS "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"
+
+/* Why a program was refused in another user namespace than the initial
+ * one: the capabilities it takes count only there. */
+static void userns_why(const struct kernel_facts *f, char *out, size_t len)
+{
+	snprintf(out, len, "%sneeds " NEEDED_CAPS " in the initial user namespace, and this "
+		 "process is in another one (a container, unshare -U): run pmetrics outside it",
+		 f->bpf_syscall == -EPERM ? "bpf() refused (EPERM): pmetrics " : "pmetrics ");
+}
+
 /* Why BPF on uprobes does not work here. */
 static void uprobe_why(const struct kernel_facts *f, char *out, size_t len)
 {
 	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_UPROBE_EVENTS", "CONFIG_BPF_EVENTS" };
 	char off[256] = "";
 
+	if (!f->initial_userns)
+		return userns_why(f, out, len);
 	if (f->config_source[0])
 		unset_options(f, chain, 3, off, sizeof(off));
 	if (off[0])
@@ -308,15 +360,41 @@ static void uprobe_why(const struct kernel_facts *f, char *out, size_t len)
 			 "see dist/kernel/pmetrics.cfg");
 }
 
-/* Why nothing at all: not root, no bpf(). Empty when neither. */
+/* Why nothing at all: not root, not privileged where it counts, no
+ * bpf(). Empty when none of them. kernel.unprivileged_bpf_disabled is
+ * never the answer: it lets unprivileged users load socket filters, not
+ * the uprobe and tracing programs pmetrics loads. */
 static void basic_why(const struct kernel_facts *f, char *out, size_t len)
 {
 	out[0] = '\0';
 	if (!f->root)
 		snprintf(out, len, "needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)");
-	else if (f->bpf_syscall != 1)
+	else if (f->bpf_syscall != 1 && !f->initial_userns)
+		userns_why(f, out, len);
+	else if (f->bpf_syscall == -EPERM)
+		snprintf(out, len, "bpf() refused (EPERM): pmetrics needs " NEEDED_CAPS " in the "
+			 "initial user namespace, and has them, so a security policy forbids it "
+			 "(SELinux, AppArmor, a seccomp filter)");
+	else if (f->bpf_syscall == 0)
 		snprintf(out, len, "no bpf() system call: CONFIG_BPF_SYSCALL%s",
 			 f->opt_bpf_syscall == 'n' ? " is not set" : " is off or disabled");
+	else if (f->bpf_syscall != 1)
+		snprintf(out, len, "bpf() failed: %s", strerror(-f->bpf_syscall));
+}
+
+/* Why BPF on raw tracepoints does not work here. Both span tracers
+ * attach one on sched_process_exit (threads that end with calls
+ * pending), the native one also on sched_process_fork (children). */
+static void raw_tp_why(const struct kernel_facts *f, char *out, size_t len)
+{
+	if (!f->initial_userns)
+		userns_why(f, out, len);
+	else if (f->config_source[0] && f->opt_bpf_events == 'n')
+		snprintf(out, len, "no BPF raw tracepoints: CONFIG_BPF_EVENTS not set (in %s); build "
+			 "the kernel with dist/kernel/pmetrics.cfg", f->config_source);
+	else
+		snprintf(out, len, "the kernel refused a BPF raw tracepoint on sched_process_exit "
+			 "(it needs CONFIG_BPF_EVENTS, Linux 4.17 or newer)");
 }
 
 static void set(struct capability_report *r, enum capability_state s, const char *why)
@@ -340,6 +418,10 @@ static void spans_report(const struct kernel_facts *f, struct capability_report 
 		return set(r, CAPABILITY_MISSING, "no BPF attach cookies (they came in Linux 5.15)");
 	if (f->ringbuf != 1)
 		return set(r, CAPABILITY_MISSING, "no BPF ring buffer (it came in Linux 5.8)");
+	if (f->raw_tp != 1) {
+		raw_tp_why(f, why, sizeof(why));
+		return set(r, CAPABILITY_MISSING, why);
+	}
 	set(r, CAPABILITY_OK, "");
 }
 
@@ -382,7 +464,9 @@ static void resources_report(const struct kernel_facts *f, struct capability_rep
 	if (!why[0] && f->btf != KERNEL_BTF_OWN)
 		btf_why(f, true, why, sizeof(why));
 	if (!why[0] && f->raw_tp != 1)
-		uprobe_why(f, why, sizeof(why));
+		raw_tp_why(f, why, sizeof(why));
+	if (!why[0] && !f->initial_userns)
+		userns_why(f, why, sizeof(why));
 	if (!why[0])
 		snprintf(why, sizeof(why), "the kernel refused a BPF task iterator (Linux 5.8 or newer)");
 	r->state = CAPABILITY_DEGRADED;
@@ -429,13 +513,14 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX])
 {
+	/* both tracers need the same: uprobes, cookies, the ring buffer and
+	 * a raw tracepoint on sched_process_exit */
 	spans_report(f, &out[CAP_NATIVE_SPANS]);
 	out[CAP_PYTHON_SPANS] = out[CAP_NATIVE_SPANS];
+	/* children are followed through a raw tracepoint on
+	 * sched_process_fork, of the kind spans already need */
 	if (out[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING)
 		set(&out[CAP_CHILDREN], CAPABILITY_MISSING, "no spans");
-	else if (f->raw_tp != 1)
-		set(&out[CAP_CHILDREN], CAPABILITY_MISSING, "the kernel refused a BPF raw tracepoint "
-		    "on sched_process_fork");
 	else if (f->btf == KERNEL_BTF_NONE)
 		set(&out[CAP_CHILDREN], CAPABILITY_DEGRADED, "a process is over when its main thread "
 		    "exits (no BTF to read how many threads are left)");

@@ -36,11 +36,13 @@ struct kernel_facts {
 	char config_source[256]; /* "" when none was found */
 	char opt_ftrace, opt_uprobe_events, opt_bpf_events, opt_bpf_syscall, opt_btf,
 	     opt_debug_info_reduced, opt_perf_events, opt_sched_info, opt_schedstats;
-	/* Probes: 1 works, 0 refused by the kernel, negative -errno when it
-	 * could not be tried (not root). */
+	/* Probes: 1 works, 0 refused by the kernel, negative -errno when
+	 * bpf() failed so (EPERM: not privileged where it counts) or it could
+	 * not be tried (not root). */
 	int bpf_syscall, uprobe, cookie, ringbuf, raw_tp, task_iter, perf_event_bpf, perf_events;
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
+	bool initial_userns;   /* in the initial user namespace, where those count */
 };
 
 /* Probes the kernel; bpf_loader_init() must have run. */

@@ -5,10 +5,15 @@
  * maps, through /proc/PID/map_files, even if the file was replaced or
  * deleted on disk since); otherwise a name is searched the way ld.so
  * would for the target's executable (DT_RPATH, LD_LIBRARY_PATH,
- * DT_RUNPATH, its /etc/ld.so.cache or ld.so.conf, the default
- * directories), always inside the target's root (/proc/PID/root), so a
- * target in another mount namespace (a container, a chroot) gets its own
- * files. Native and py: probes alike go through here. */
+ * DT_RUNPATH, its /etc/ld.so.cache, the default directories; never
+ * ld.so.conf, which ld.so does not read), always inside the target's
+ * root (/proc/PID/root), so a target in another mount namespace (a
+ * container, a chroot) gets its own files. Symlinks are followed inside
+ * that root too, an absolute one included, and a file is named by its
+ * path without symlinks, so a probe never lands in a file of pmetrics'
+ * own root. Only regular files are taken, and none is read in a way that
+ * could block (a FIFO) or fault (a file truncated under us). Native and
+ * py: probes alike go through here. */
 #ifndef PMETRICS_LIBRARY_RESOLVER_H
 #define PMETRICS_LIBRARY_RESOLVER_H
 
@@ -33,7 +38,8 @@ void target_view_own(struct target_view *v, const char *exe);
 
 /* A file of the target. */
 struct resolved_file {
-	char path[PATH_MAX]; /* opens it from here; what uprobes attach to */
+	char path[PATH_MAX]; /* opens it from here, with no symlink after the
+			      * target's root; what uprobes attach to */
 	char name[PATH_MAX]; /* what the target calls it (/usr/lib/libfoo.so.1) */
 	bool replaced;       /* mapped, but deleted or replaced on disk since */
 };

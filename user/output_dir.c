@@ -61,45 +61,161 @@ static int remember_created(struct output_dir *d, const char *path)
 	return 0;
 }
 
-/* mkdir -p that remembers what it made, so a failed start can undo it. */
-static int make_dirs(struct output_dir *d, char *err, size_t errlen)
+#define MAX_SYMLINKS 40 /* the kernel's own limit for one path */
+/* The walk's directories: O_PATH, so a directory we may only search
+ * (mode --x) is walked through as a path lookup would. */
+#define WALK_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+
+/* May a symlink (LINK, its lstat) in the directory open at DIR be
+ * followed? Only when no one but root and the directory's owner could
+ * have put it there: no other user may write to the directory (its group
+ * at most root's), or the directory is sticky (like /tmp) and the link is
+ * root's or the directory owner's, the rule of the kernel's
+ * protected_symlinks, which a walk that reads links itself must keep.
+ * So /var/run -> /run is followed, and a link another user planted in a
+ * 0777 share, which would send our files where that user chose, is not. */
+static bool trusted_symlink(int dir, const struct stat *link)
 {
-	char *path = strdup(d->path);
-	int ret = 0;
+	struct stat st;
 
-	if (!path) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	for (char *p = path + 1; !ret; p++) {
-		char saved = *p;
-
-		if (saved != '/' && saved != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) == 0)
-			ret = remember_created(d, path);
-		else if (errno != EEXIST)
-			ret = -1;
-		if (ret)
-			snprintf(err, errlen, "cannot create output directory %s: %s; "
-				 "pick another with -o DIR", path, strerror(errno));
-		*p = saved;
-		if (!saved)
-			break;
-	}
-	free(path);
-	return ret;
+	if (fstat(dir, &st) != 0)
+		return false;
+	if (!(st.st_mode & S_IWOTH) && (!(st.st_mode & S_IWGRP) || st.st_gid == 0))
+		return true;
+	return (st.st_mode & S_ISVTX) && (link->st_uid == 0 || link->st_uid == st.st_uid);
 }
 
-static int open_dir_fd(struct output_dir *d, char *err, size_t errlen)
+/* WALKED (the path walked so far, as text) with NAME after it, into OUT
+ * (PATH_MAX bytes). False when that is too long a path. */
+static bool walked_path(const char *walked, bool absolute, const char *name, char *out)
 {
-	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d->fd < 0) {
-		snprintf(err, errlen, errno == ENOTDIR ?
-			 "output path %s is not a directory; pick another with -o DIR" :
-			 "cannot open output directory %s: %s; pick another with -o DIR",
+	int n = snprintf(out, PATH_MAX, "%s%s%s", walked, walked[0] || absolute ? "/" : "", name);
+
+	return n >= 0 && n < PATH_MAX;
+}
+
+/* Opens the directory D->path one component at a time, each relative to
+ * the one before with O_NOFOLLOW, making the missing ones (mkdir -p,
+ * mode 0755 less the umask) and remembering them, so a failed start can
+ * take them back. A symlink component is read and walked in its turn
+ * only when trusted_symlink() says so; else the start fails naming it.
+ * Sets D->fd; returns 0, or -1 with a one-line reason in err. */
+static int open_walking(struct output_dir *d, char *err, size_t errlen)
+{
+	char todo[PATH_MAX], walked[PATH_MAX] = "", here[PATH_MAX];
+	char link[PATH_MAX], joined[2 * PATH_MAX + 2], name[NAME_MAX + 1];
+	bool absolute = d->path[0] == '/';
+	int cur, links = 0, tries = 0, e;
+	size_t at = 0;
+
+	snprintf(todo, sizeof(todo), "%s", d->path);
+	cur = open(absolute ? "/" : ".", WALK_FLAGS);
+	if (cur < 0) {
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
 			 d->path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		size_t start = at + strspn(todo + at, "/"), n = strcspn(todo + start, "/");
+		struct stat st;
+		ssize_t k;
+		int next;
+
+		if (n == 0)
+			break;
+		if (n > NAME_MAX) {
+			snprintf(err, errlen, "output path %s has a component longer than %d bytes; "
+				 "pick another with -o DIR", d->path, NAME_MAX);
+			goto fail;
+		}
+		memcpy(name, todo + start, n);
+		name[n] = '\0';
+		if (!walked_path(walked, absolute, name, here)) {
+			snprintf(err, errlen, "output path %s is too long once its symlinks are "
+				 "followed; pick another with -o DIR", d->path);
+			goto fail;
+		}
+		if (strcmp(name, ".") == 0) {
+			at = start + n;
+			continue;
+		}
+		next = openat(cur, name, WALK_FLAGS | O_NOFOLLOW);
+		if (next >= 0) {
+			close(cur);
+			cur = next;
+			at = start + n;
+			tries = 0;
+			memcpy(walked, here, sizeof(walked));
+			continue;
+		}
+		e = errno;
+		if (fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno != ENOENT || ++tries > OPEN_TRIES)
+				goto cannot_open;
+			if (mkdirat(cur, name, 0755) == 0) {
+				if (remember_created(d, here) == 0)
+					continue; /* and open it */
+				snprintf(err, errlen, "out of memory");
+				goto fail;
+			}
+			if (errno == EEXIST)
+				continue; /* made by someone else meanwhile */
+			snprintf(err, errlen, "cannot create output directory %s: %s; pick another "
+				 "with -o DIR", here, strerror(errno));
+			goto fail;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			if (!trusted_symlink(cur, &st)) {
+				snprintf(err, errlen, "refusing output directory %s: %s is a symlink in a "
+					 "directory others can write to; remove it or give the real "
+					 "directory with -o DIR", d->path, here);
+				goto fail;
+			}
+			k = readlinkat(cur, name, link, sizeof(link));
+			if (k <= 0 || k == (ssize_t)sizeof(link) || ++links > MAX_SYMLINKS) {
+				e = k < 0 ? errno : k == 0 ? ENOENT : links > MAX_SYMLINKS ? ELOOP : ENAMETOOLONG;
+				goto cannot_open;
+			}
+			if (snprintf(joined, sizeof(joined), "%.*s/%s", (int)k, link, todo + start + n) >=
+			    (int)sizeof(todo)) {
+				e = ENAMETOOLONG;
+				goto cannot_open;
+			}
+			memcpy(todo, joined, strlen(joined) + 1);
+			at = 0;
+			if (link[0] == '/') {
+				next = open("/", WALK_FLAGS);
+				e = errno;
+				if (next < 0)
+					goto cannot_open;
+				close(cur);
+				cur = next;
+				walked[0] = '\0';
+				absolute = true;
+			}
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (todo[start + n + strspn(todo + start + n, "/")])
+				snprintf(err, errlen, "cannot create output directory %s: %s is not a "
+					 "directory; pick another with -o DIR", d->path, here);
+			else
+				snprintf(err, errlen, "output path %s is not a directory; pick another "
+					 "with -o DIR", here);
+			goto fail;
+		}
+cannot_open:
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
+			 here, strerror(e));
+		goto fail;
+	}
+	/* the directory itself, open for reading as before the walk */
+	d->fd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	e = errno;
+	close(cur);
+	if (d->fd < 0) {
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
+			 d->path, strerror(e));
 		return -1;
 	}
 	if (faccessat(d->fd, ".", W_OK, AT_EACCESS) != 0) {
@@ -108,6 +224,9 @@ static int open_dir_fd(struct output_dir *d, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+fail:
+	close(cur);
+	return -1;
 }
 
 static struct output_dir *find_open(const char *path)
@@ -189,7 +308,7 @@ struct output_dir *output_dir_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (make_dirs(d, err, errlen) || open_dir_fd(d, err, errlen)) {
+	if (open_walking(d, err, errlen)) {
 		release(d, true);
 		return NULL;
 	}

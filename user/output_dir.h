@@ -23,8 +23,10 @@
 struct output_dir;
 
 /* mkdir -p PATH (mode 0755 less the umask), remembering the directories
- * it made, then opens it. Returns the handle, or NULL with a one-line
- * reason in err. */
+ * it made, then opens it; walked one component at a time, a symlink on
+ * the way followed only when no other user could have planted it (see
+ * trusted_symlink() in output_dir.c). Returns the handle, or NULL with a
+ * one-line reason in err. */
 struct output_dir *output_dir_open(const char *path, char *err, size_t errlen);
 /* Drops one reference; the last one closes the directory. */
 void output_dir_close(struct output_dir *d);

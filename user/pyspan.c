@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: MIT
-/* Python function spans: finds the interpreter, picks the struct layout
- * of its version, loads bpf/pyspan.bpf.c with the probe table as
- * read-only data and attaches it to the frame evaluation. */
+/* Python function spans: finds the interpreter and its hook points (a
+ * stripped one too: python_hooks.c), picks the struct layout of its
+ * version, loads bpf/pyspan.bpf.c with the probe table as read-only data
+ * and attaches where a timed function can be seen:
+ *
+ *   coroutine steps from C   every version   PyGen_am_send (3.10+) or
+ *                                            _PyGen_Send; send, throw, close
+ *   coroutine deallocation   every version   gen_dealloc
+ *   coroutine creation       3.12+           _Py_MakeCoro
+ *   plain calls (asked for)  every version   _PyFunction_Vectorcall
+ */
 #include "pyspan.h"
 #include "pyspan_config.h"
 #include "python_elf.h"
+#include "python_hooks.h"
 #include "python_probe.h"
-#include "percpu_counter.h"
 #include "elf_symbols.h"
+#include "percpu_counter.h"
 #include "span_engine.h"
 #include "pyspan.skel.h"
 #include "pyspan_nobtf.skel.h"
@@ -18,12 +27,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Generator step functions hooked at most (see gen_step_symbols). */
-#define GEN_STEP_MAX 7
-
 #define WHAT "the Python span tracer"
+/* Processes whose interpreter was checked (pyspan_check_process). */
+#define CHECKED_MAX 256
 
 struct pyspan {
 	/* One of the two builds of bpf/pyspan.bpf.c: with CO-RE, or for a
@@ -33,48 +42,45 @@ struct pyspan {
 	struct bpf_object *obj;
 	struct bpf_links links;
 	struct python_interp interp;
-	bool gen_hook;          /* coroutine hook on the generator step function */
-	bool def_hook;          /* uprobe on PyFunction_NewWithQualName */
+	struct python_hooks hooks;
+	struct stat interp_id;  /* the hooked file, to tell another one */
+	bool plain_calls;
+	bool verbose;
+	pid_t attach_pid;       /* -1: every process, the traced set filters */
 	int n_probes;
 	struct py_probe probes[PYSPAN_MAX_PROBES];
+	pid_t checked[CHECKED_MAX];
+	int n_checked;
 };
 
-/* Offsets read from each version's headers (Include/cpython/frameobject.h,
- * code.h, genobject.h, internal/pycore_frame.h) with offsetof(). */
+/* Offsets read from each version's headers (Include/cpython/funcobject.h,
+ * code.h, genobject.h, frameobject.h, internal/pycore_frame.h) with
+ * offsetof(); the same on x86-64 and aarch64. */
 static const struct {
 	int minor;
 	struct pyspan_layout layout;
 } layouts[] = {
-	{ 8, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 1, .frame_code = 32,
-	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
-	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
-	       .code_flags = 36, .code_filename = 104, .code_name = 112,
-	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
-	{ 9, { .model = PYSPAN_MODEL_FRAMEOBJ_STACKTOP, .frame_arg = 2, .frame_code = 32,
-	       .frame_lasti = 104, .frame_gen = 96, .frame_suspend = 72, .gen_qualname = 56, .gen_frame = 16,
-	       .frame_back = 24, .frame_valuestack = 64, .func_code = 16, .func_qualname = 104,
-	       .code_flags = 36, .code_filename = 104, .code_name = 112,
-	       .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
-	{ 10, { .model = PYSPAN_MODEL_FRAMEOBJ_STATE, .frame_arg = 2, .frame_code = 32,
-		.frame_lasti = 96, .frame_gen = 88, .frame_suspend = 108, .gen_qualname = 48, .gen_frame = 16,
-		.frame_back = 24, .frame_valuestack = 64, .func_code = 48, .func_qualname = 40,
-		.code_flags = 36, .code_filename = 104, .code_name = 112,
-		.unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
-	{ 11, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 32,
-		.frame_instr = 56, .frame_owner = 69, .gen_iframe = 80, .gen_state = 75,
-		.gen_qualname = 40, .code_flags = 48, .code_filename = 112, .code_name = 120,
-		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
-		.unicode_data = 48, .owned_by_generator = 1, .return_generator = 75 } },
-	{ 12, { .model = PYSPAN_MODEL_IFRAME_PREV, .frame_arg = 2, .frame_code = 0,
-		.frame_instr = 56, .frame_owner = 70, .gen_iframe = 72, .gen_state = 67,
-		.gen_qualname = 32, .code_flags = 48, .code_filename = 112, .code_name = 120,
-		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
-		.unicode_data = 40, .owned_by_generator = 1, .return_generator = 75 } },
-	{ 13, { .model = PYSPAN_MODEL_IFRAME_NEXT, .frame_arg = 2, .frame_code = 0,
-		.frame_instr = 56, .frame_owner = 70, .gen_iframe = 72, .gen_state = 67,
-		.gen_qualname = 32, .code_flags = 48, .code_filename = 112, .code_name = 120,
-		.code_qualname = 128, .unicode_length = 16, .unicode_state = 32,
-		.unicode_data = 40, .owned_by_generator = 1, .return_generator = 35 } },
+	{ 8, { .func_code = 16, .func_qualname = 104, .gen_frame = 16, .gen_qualname = 56,
+	       .frame_code = 32, .frame_lasti = 104, .code_flags = 36, .code_filename = 104,
+	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 9, { .func_code = 16, .func_qualname = 104, .gen_frame = 16, .gen_qualname = 56,
+	       .frame_code = 32, .frame_lasti = 104, .code_flags = 36, .code_filename = 104,
+	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 10, { .func_code = 48, .func_qualname = 40, .gen_frame = 16, .gen_qualname = 48,
+		.frame_code = 32, .frame_lasti = 96, .code_flags = 36, .code_filename = 104,
+		.code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	{ 11, { .func_code = 48, .func_qualname = 40, .gen_iframe = 80, .gen_state = 75,
+		.state_created = -2, .gen_qualname = 40, .frame_code = 32, .code_flags = 48,
+		.code_filename = 112, .code_name = 120, .unicode_length = 16,
+		.unicode_state = 32, .unicode_data = 48 } },
+	{ 12, { .func_code = 48, .func_qualname = 40, .gen_iframe = 72, .gen_state = 67,
+		.state_created = -2, .gen_qualname = 32, .frame_code = 0, .code_flags = 48,
+		.code_filename = 112, .code_name = 120, .unicode_length = 16,
+		.unicode_state = 32, .unicode_data = 40 } },
+	{ 13, { .func_code = 48, .func_qualname = 40, .gen_iframe = 72, .gen_state = 67,
+		.state_created = -3, .gen_qualname = 32, .frame_code = 0, .code_flags = 48,
+		.code_filename = 112, .code_name = 120, .unicode_length = 16,
+		.unicode_state = 32, .unicode_data = 40 } },
 };
 
 int pyspan_layout_for(int major, int minor, struct pyspan_layout *out)
@@ -149,12 +155,10 @@ int pyspan_probe_check(const struct py_probe *p, char *err, size_t errlen)
 
 void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cfg)
 {
-	const char *last = strrchr(p->qualname, '.');
 	char path[PYSPAN_STR_MAX];
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->qualname, sizeof(cfg->qualname), "%s", p->qualname);
-	snprintf(cfg->name, sizeof(cfg->name), "%s", last ? last + 1 : p->qualname);
 	snprintf(path, sizeof(path), "%s", p->module);
 	for (char *c = path; *c; c++)
 		if (*c == '.')
@@ -167,182 +171,145 @@ void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cf
 	cfg->probe_id = p->probe_id;
 }
 
-/* One warning naming the probes this version may not see, and why. */
-static void warn_version_limits(const struct pyspan *p)
+/* ---- which hooks -------------------------------------------------------- */
+
+/* What a hook point is, for messages: its field in struct python_hooks. */
+struct hook_use {
+	const char *symbol;   /* the function in CPython's source */
+	size_t field;         /* offsetof in struct python_hooks */
+	const char *entry, *ret; /* BPF programs; ret NULL for an entry probe */
+	const char *use;
+};
+
+#define HOOK(sym, f, e, r, u) { sym, offsetof(struct python_hooks, f), e, r, u }
+static const struct hook_use coroutine_hooks[] = {
+	HOOK("PyGen_am_send", coro_send, "py_coro_step", "py_coro_step_return",
+	     "every await and asyncio task step"),
+	HOOK("gen_send", gen_send, "py_coro_step", "py_coro_step_return", "coroutine.send()"),
+	HOOK("gen_throw", gen_throw, "py_coro_step", "py_coro_step_return",
+	     "coroutine.throw(): cancellation"),
+	HOOK("gen_close", gen_close, "py_coro_step", "py_coro_step_return", "coroutine.close()"),
+	HOOK("gen_dealloc", gen_dealloc, "py_gen_dealloc", NULL, "a coroutine freed: its end"),
+};
+static const struct hook_use creation_hook =
+	HOOK("_Py_MakeCoro", make_coro, "py_make_coro", "py_make_coro_return",
+	     "a coroutine made: an await runs it in the eval loop");
+static const struct hook_use plain_hook =
+	HOOK("_PyFunction_Vectorcall", function_vectorcall, "py_call", "py_call_return",
+	     "every Python function call (asked for)");
+static const struct hook_use iternext_hook =
+	HOOK("gen_iternext", gen_iternext, "py_coro_step", "py_coro_step_return",
+	     "every generator step in a for loop (asked for)");
+static const struct hook_use iter_send_hook =
+	HOOK("PyIter_Send", iter_send, "py_coro_step", "py_coro_step_return",
+	     "every await and asyncio task step");
+#undef HOOK
+
+static const struct python_hook_point *hook_point(const struct python_hooks *h,
+						  const struct hook_use *u)
 {
-	char names[1024] = "";
+	return (const struct python_hook_point *)((const char *)h + u->field);
+}
+
+/* 3.12+ run an awaited coroutine inside the eval loop: only its creation
+ * and deallocation reach C. */
+static bool needs_creation_hook(const struct python_interp *interp)
+{
+	return interp->major == 3 && interp->minor >= 12;
+}
+
+/* Up to 3.11 a for loop steps a generator through gen_iternext, which
+ * only the calls hook pays for; 3.12+ see generators made and freed. */
+static bool needs_iternext_hook(const struct python_interp *interp)
+{
+	return interp->major == 3 && interp->minor <= 11;
+}
+
+/* The step function of this build: 3.10+ PyIter_Send, exported by every
+ * build, which calls PyGen_am_send for a coroutine or holds an inlined
+ * copy of it (Debian's LTO build, whose PyGen_am_send is never entered);
+ * as many traps either way. 3.8/3.9: _PyGen_Send. */
+static const struct hook_use *step_hook(const struct python_interp *interp,
+					const struct python_hooks *h)
+{
+	if (interp->minor >= 10 && h->iter_send.vaddr)
+		return &iter_send_hook;
+	return &coroutine_hooks[0];
+}
+
+/* Why a needed hook point is missing, or "" when none is. */
+static void missing_hooks(const struct pyspan *p, char *why, size_t len)
+{
+	const struct hook_use *need[3] = { step_hook(&p->interp, &p->hooks), &coroutine_hooks[4], NULL };
 	size_t used = 0;
 
-	if (p->interp.minor < 11)
-		return;
-	for (int i = 0; i < p->n_probes; i++)
-		used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
-				 "%spy:%s:%s", i ? ", " : "", p->probes[i].module, p->probes[i].qualname);
-	if (p->interp.minor == 11)
-		fprintf(stderr, "pmetrics: warning: Python 3.11 inlines calls between Python functions: "
-			"%s are timed only if they are coroutines (every await is seen) or called "
-			"from C; a plain function called from Python code records nothing\n", names);
-	else
-		fprintf(stderr, "pmetrics: warning: Python 3.%d inlines Python-to-Python calls and awaits: "
-			"%s are timed only when entered from C (a task's outermost coroutine, "
-			"callbacks, map()); awaited coroutines and plain calls from Python "
-			"record nothing\n", p->interp.minor, names);
+	if (needs_creation_hook(&p->interp))
+		need[2] = &creation_hook;
+	why[0] = '\0';
+	for (int i = 0; i < 3; i++) {
+		const struct python_hook_point *pt = need[i] ? hook_point(&p->hooks, need[i]) : NULL;
+
+		if (pt && !pt->vaddr && used < len)
+			used += (size_t)snprintf(why + used, len - used, "%s%s (%s)", used ? ", " : "",
+						 need[i]->symbol, pt->detail);
+	}
 }
 
-static int find_interp(const struct pyspan_target *t, struct python_interp *out)
-{
-	char err[512];
-	int ret;
+/* ---- attaching -------------------------------------------------------------- */
 
-	ret = python_interp_of_view(t->view, out, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "pmetrics: %s\n", err);
-	return ret;
-}
-
-/* The file offset of SYM in the interpreter. -ENOENT is reported only
- * when REQUIRED (an optional hook point may not exist in this build). */
-static int symbol_offset(const struct pyspan *p, const char *sym, bool required, uint64_t *off)
-{
-	char suggest[8] = "", err[512] = "";
-	int rc = elf_symbol_offset(p->interp.path, sym, off, suggest, sizeof(suggest), err, sizeof(err));
-
-	if (rc == -ENOENT && required)
-		fprintf(stderr, "pmetrics: %s has no symbol %s: not a CPython interpreter, or a "
-			"stripped one; use a CPython with its symbols (e.g. a pyenv build)\n",
-			p->interp.name, sym);
-	else if (rc && rc != -ENOENT)
-		fprintf(stderr, "pmetrics: %s\n", err);
-	return rc;
-}
-
-static int attach_uprobe(struct pyspan *p, const char *prog, bool ret_probe,
-			 pid_t pid, const char *sym, uint64_t off)
+static int attach_point(struct pyspan *p, const char *prog, bool ret, const char *symbol,
+			uint64_t offset)
 {
 	struct bpf_program *program = bpf_loader_program(p->obj, prog);
-	char what[128];
+	char what[sizeof(p->interp.name) + 96];
 
-	snprintf(what, sizeof(what), "a %s to %s", ret_probe ? "uretprobe" : "uprobe", sym);
-	return bpf_links_add(&p->links, bpf_program__attach_uprobe(program, ret_probe, pid,
-								    p->interp.path, (size_t)off), what);
+	snprintf(what, sizeof(what), "a %s to %s in %s", ret ? "uretprobe" : "uprobe", symbol,
+		 p->interp.name);
+	return bpf_links_add(&p->links, bpf_program__attach_uprobe(program, ret, p->attach_pid,
+								    p->interp.path, (size_t)offset),
+			     what);
 }
 
-/* The functions that run a generator or coroutine step on 3.8-3.10, each
- * taking the generator as its first argument. The step function
- * (gen_send_ex, 3.10 gen_send_ex2) is required; the others hold inlined
- * copies of it in the builds we know (3.10's PyGen_am_send, the path of
- * await and of asyncio's task step; gen_iternext for `for` loops;
- * gen_send, _gen_throw, gen_close for .send(), .throw(), cancellation and
- * .close()) and are hooked when present. Returns how many are in syms;
- * the first is the required one. */
-static int gen_step_symbols(const struct python_interp *interp, const char *syms[GEN_STEP_MAX])
+/* The probes of one hook point; one not in this build is skipped. */
+static int attach_hook(struct pyspan *p, const struct hook_use *u, uint64_t *done, int *n_done)
 {
-	static const char *const v38[] = { "gen_send_ex", "_PyGen_Send", "gen_iternext",
-					   "_gen_throw", "gen_close" };
-	static const char *const v310[] = { "gen_send_ex2", "PyGen_am_send", "gen_send",
-					    "_PyGen_Send", "gen_iternext", "_gen_throw", "gen_close" };
-	const char *const *list = interp->minor == 10 ? v310 : v38;
-	int n = interp->minor == 10 ? 7 : 5;
+	const struct python_hook_point *pt = hook_point(&p->hooks, u);
+	int rc;
 
-	if (interp->major != 3 || interp->minor < 8 || interp->minor > 10)
+	if (!pt->vaddr)
 		return 0;
-	for (int i = 0; i < n; i++)
-		syms[i] = list[i];
-	return n;
-}
-
-static bool has_symbol(const struct pyspan *p, const char *name)
-{
-	uint64_t off;
-
-	return symbol_offset(p, name, false, &off) == 0;
-}
-
-/* A copy of the step function that the compiler specialised (.isra,
- * .constprop, .part) may take other arguments or hide steps we would not
- * see: then only the eval loop hook is exact. (.cold is only the cold
- * half of the same function: harmless.) */
-static bool has_specialised_copy(const struct pyspan *p, const char *sym)
-{
-	static const char *const suffixes[] = { ".isra.0", ".constprop.0", ".part.0" };
-	char name[128];
-
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		snprintf(name, sizeof(name), "%s%s", sym, suffixes[i]);
-		if (has_symbol(p, name))
-			return true;
-	}
-	return false;
-}
-
-/* Whether the coroutine hook can be used: asked for, a version where
- * known functions run every generator step, and the step function in the
- * interpreter's symbol table (a stripped build keeps only exports). */
-static bool use_gen_hook(const struct pyspan *p, const struct pyspan_target *t)
-{
-	const char *syms[GEN_STEP_MAX];
-	int n = gen_step_symbols(&p->interp, syms);
-
-	if (!t->coroutine_hook)
-		return false;
-	if (n == 0) {
-		if (t->verbose)
-			fprintf(stderr, "pmetrics: Python %d.%d has no single generator step function: "
-				"hooking the eval loop (it inlines plain calls, so they cost nothing)\n",
-				p->interp.major, p->interp.minor);
-		return false;
-	}
-	if (!has_symbol(p, syms[0]) || has_specialised_copy(p, syms[0])) {
-		fprintf(stderr, "pmetrics: warning: %s has no plain symbol %s (stripped or "
-			"specialised build): hooking every Python call instead of coroutine steps, "
-			"which costs a trap per call\n", p->interp.name, syms[0]);
-		return false;
-	}
-	return true;
-}
-
-/* Entry and return probes at SYM, looked up once. An optional SYM that
- * this build does not have is skipped. */
-static int attach_pair(struct pyspan *p, const struct pyspan_target *t, const char *entry,
-		       const char *ret, const char *sym, bool required)
-{
-	uint64_t off;
-	int rc = symbol_offset(p, sym, required, &off);
-
-	if (rc == -ENOENT && !required)
-		return 0;
-	if (rc == 0)
-		rc = attach_uprobe(p, entry, false, t->pid, sym, off);
-	if (rc == 0)
-		rc = attach_uprobe(p, ret, true, t->pid, sym, off);
-	if (rc == 0 && t->verbose)
-		fprintf(stderr, "pmetrics: Python calls seen at %s (%s)\n", sym,
-			p->gen_hook ? "coroutine and generator steps only" : "every call into the eval loop");
+	/* one function may serve two uses (3.8/3.9: send is _PyGen_Send) */
+	for (int i = 0; i < *n_done; i++)
+		if (done[i] == pt->offset)
+			return 0;
+	done[(*n_done)++] = pt->offset;
+	rc = attach_point(p, u->entry, false, u->symbol, pt->offset);
+	if (!rc && u->ret)
+		rc = attach_point(p, u->ret, true, u->symbol, pt->offset);
+	if (!rc && p->verbose)
+		fprintf(stderr, "pmetrics: Python hook %s at file offset 0x%llx (%s: %s): %s\n",
+			u->symbol, (unsigned long long)pt->offset, hook_source_name(pt->source),
+			pt->detail, u->use);
 	return rc;
 }
 
-static int attach_hooks(struct pyspan *p, const struct pyspan_target *t)
+static int attach_hooks(struct pyspan *p)
 {
-	const char *syms[GEN_STEP_MAX];
-	int n, rc = 0;
+	uint64_t done[8];
+	int n_done = 0, rc = attach_hook(p, step_hook(&p->interp, &p->hooks), done, &n_done);
 
-	if (!p->gen_hook)
-		return attach_pair(p, t, "py_entry", "py_return", "_PyEval_EvalFrameDefault", true);
-	n = gen_step_symbols(&p->interp, syms);
-	for (int i = 0; i < n && rc == 0; i++)
-		rc = attach_pair(p, t, "py_gen_entry", "py_gen_return", syms[i], i == 0);
+	for (size_t i = 1; !rc && i < sizeof(coroutine_hooks) / sizeof(coroutine_hooks[0]); i++)
+		rc = attach_hook(p, &coroutine_hooks[i], done, &n_done);
+	if (!rc && needs_creation_hook(&p->interp))
+		rc = attach_hook(p, &creation_hook, done, &n_done);
+	if (!rc && p->plain_calls)
+		rc = attach_hook(p, &plain_hook, done, &n_done);
+	if (!rc && p->plain_calls && needs_iternext_hook(&p->interp))
+		rc = attach_hook(p, &iternext_hook, done, &n_done);
 	return rc;
 }
 
-/* 3.8-3.10 plain functions learn their qualname at the def statement. */
-static int attach_def_hook(struct pyspan *p, const struct pyspan_target *t)
-{
-	const char *sym = "PyFunction_NewWithQualName";
-	uint64_t off;
-	int rc = symbol_offset(p, sym, true, &off);
-
-	return rc ? rc : attach_uprobe(p, "py_make_function", false, t->pid, sym, off);
-}
+/* ---- loading ------------------------------------------------------------------ */
 
 static struct bpf_object *open_build(struct pyspan *p)
 {
@@ -360,24 +327,42 @@ static void set_autoload(struct pyspan *p, const char *prog, bool on)
 }
 
 /* The interpreter's layout and the probe table, read-only for BPF. */
-static int set_config(struct pyspan *p, const struct pyspan_target *t,
-		      const struct pyspan_layout *layout)
+static int set_config(struct pyspan *p, const struct pyspan_layout *layout)
 {
 	struct bpf_object *o = p->obj;
-	__u32 *tgid = bpf_loader_rodata(o, "targ_tgid", sizeof(*tgid));
 	__u32 *n_probes = bpf_loader_rodata(o, "n_probes", sizeof(*n_probes));
 	struct pyspan_layout *l = bpf_loader_rodata(o, "layout", sizeof(*l));
 	struct pyspan_probe_cfg *probes =
 		bpf_loader_rodata(o, "probes", PYSPAN_MAX_PROBES * sizeof(*probes));
+	bool *any_iterator = bpf_loader_rodata(o, "any_iterator", sizeof(*any_iterator));
 
-	if (!tgid || !n_probes || !l || !probes)
+	if (!n_probes || !l || !probes || !any_iterator)
 		return -EINVAL;
-	*tgid = (__u32)t->pid;
+	*any_iterator = step_hook(&p->interp, &p->hooks) == &iter_send_hook;
 	*n_probes = (__u32)p->n_probes;
 	*l = *layout;
 	for (int i = 0; i < p->n_probes; i++)
 		pyspan_probe_cfg_fill(&p->probes[i], &probes[i]);
 	return 0;
+}
+
+/* The set of traced processes is the native tracer's: its maps, shared. */
+static int share_traced_set(struct pyspan *p, struct bpf_object *native)
+{
+	static const char *const maps[] = { "traced_tgids", "ns_targets", "new_children" };
+	int err = 0;
+
+	for (size_t i = 0; !err && i < sizeof(maps) / sizeof(maps[0]); i++) {
+		struct bpf_map *mine = bpf_object__find_map_by_name(p->obj, maps[i]);
+		struct bpf_map *theirs = native ? bpf_object__find_map_by_name(native, maps[i]) : NULL;
+
+		if (mine && theirs)
+			err = bpf_map__reuse_fd(mine, bpf_map__fd(theirs));
+	}
+	if (err)
+		fprintf(stderr, "pmetrics: cannot share the traced processes with %s: %s\n", WHAT,
+			strerror(-err));
+	return err;
 }
 
 /* Read-only data, map sizes and which programs load. */
@@ -388,24 +373,19 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 	struct span_engine_opts engine = {
 		.ringbuf_bytes = t->ringbuf_bytes,
 		.resources = t->resources,
-		/* the hooks also see the returns of calls never timed */
+		/* the hooks also see the returns of steps never timed */
 		.returns_need_entry = false,
 	};
-	int rc = set_config(p, t, layout);
+	int rc = set_config(p, layout);
 
 	if (rc || !config)
 		return rc ? rc : -EINVAL;
-	p->gen_hook = use_gen_hook(p, t);
-	/* 3.8-3.10 plain functions learn their qualname at the def statement;
-	 * the coroutine hook times no plain function, so it pays no trap
-	 * per def, lambda or closure either. */
-	p->def_hook = layout->code_qualname == 0 && !p->gen_hook;
-	set_autoload(p, "py_make_function", p->def_hook);
-	set_autoload(p, "py_entry", !p->gen_hook);
-	set_autoload(p, "py_return", !p->gen_hook);
-	set_autoload(p, "py_gen_entry", p->gen_hook);
-	set_autoload(p, "py_gen_return", p->gen_hook);
-	return span_engine_configure(p->obj, config, &engine, WHAT);
+	set_autoload(p, "py_make_coro", needs_creation_hook(&p->interp));
+	set_autoload(p, "py_make_coro_return", needs_creation_hook(&p->interp));
+	set_autoload(p, "py_call", p->plain_calls);
+	set_autoload(p, "py_call_return", p->plain_calls);
+	rc = share_traced_set(p, t->traced_set);
+	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
 }
 
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
@@ -418,14 +398,90 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 		return -EINVAL;
 	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->obj, WHAT)))
 		return rc;
-	if ((rc = attach_hooks(p, t)))
-		return rc;
-	if (p->def_hook && (rc = attach_def_hook(p, t)))
+	if ((rc = attach_hooks(p)))
 		return rc;
 	if ((rc = span_engine_attach(p->obj, &p->links)))
 		return rc;
 	return bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_thread_exit"),
 				"the thread-exit tracepoint");
+}
+
+/* ---- the interpreter ---------------------------------------------------------- */
+
+/* One warning naming what this version does not show, and why. */
+static void warn_version_limits(const struct pyspan *p)
+{
+	if (p->plain_calls && p->interp.minor >= 11)
+		fprintf(stderr, "pmetrics: warning: Python 3.%d inlines calls between Python "
+			"functions: a plain function is timed only when called from C (callbacks, "
+			"map(), a thread's target); coroutines are timed at any await depth\n",
+			p->interp.minor);
+	if (p->plain_calls)
+		fprintf(stderr, "pmetrics: warning: --python-hook calls traps on every Python "
+			"function call%s (about 2-10 us each): the timed program runs slower\n",
+			p->interp.minor >= 11 ? " made from C" : "");
+}
+
+/* The interpreter, its version and its layout, or a one-line error. */
+static int find_interp(struct pyspan *p, const struct pyspan_target *t,
+		       struct pyspan_layout *layout)
+{
+	char err[512];
+
+	if (python_interp_of_view(t->view, &p->interp, err, sizeof(err))) {
+		fprintf(stderr, "pmetrics: %s\n", err);
+		return -ENOEXEC;
+	}
+	if (p->interp.free_threaded) {
+		fprintf(stderr, "pmetrics: %s is a free-threaded CPython (%d.%dt), whose objects py: "
+			"probes cannot read; use the default build of Python %d.%d\n", p->interp.name,
+			p->interp.major, p->interp.minor, p->interp.major, p->interp.minor);
+		return -ENOTSUP;
+	}
+	if (pyspan_layout_for(p->interp.major, p->interp.minor, layout)) {
+		fprintf(stderr, "pmetrics: %s is Python %d.%d, which py: probes do not support "
+			"(supported: 3.8 to 3.13)\n", p->interp.name, p->interp.major, p->interp.minor);
+		return -ENOTSUP;
+	}
+	if (stat(p->interp.path, &p->interp_id) != 0)
+		memset(&p->interp_id, 0, sizeof(p->interp_id));
+	if (python_hooks_find(p->interp.path, p->interp.major, p->interp.minor, &p->hooks, err,
+			      sizeof(err))) {
+		fprintf(stderr, "pmetrics: %s\n", err);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+/* Every hook point the capture needs is there, or a one-line error
+ * naming the file, the version and what is missing. */
+static int check_hooks(const struct pyspan *p, const struct pyspan_target *t)
+{
+	char missing[768];
+
+	missing_hooks(p, missing, sizeof(missing));
+	if (missing[0]) {
+		fprintf(stderr, "pmetrics: %s (Python %d.%d%s) has no %s: pmetrics cannot find "
+			"where its coroutines run%s\n", p->interp.name, p->interp.major,
+			p->interp.minor, p->hooks.stripped ? ", stripped" : "", missing,
+			t->hook_explicit ? "; --python-hook coroutines cannot be honoured" : "");
+		return -ENOENT;
+	}
+	if (p->plain_calls && needs_iternext_hook(&p->interp) && !p->hooks.gen_iternext.vaddr) {
+		fprintf(stderr, "pmetrics: %s (Python %d.%d%s) has no gen_iternext (%s): "
+			"--python-hook calls cannot be honoured; use --python-hook coroutines\n",
+			p->interp.name, p->interp.major, p->interp.minor,
+			p->hooks.stripped ? ", stripped" : "", p->hooks.gen_iternext.detail);
+		return -ENOENT;
+	}
+	if (p->plain_calls && !p->hooks.function_vectorcall.vaddr) {
+		fprintf(stderr, "pmetrics: %s (Python %d.%d%s) has no _PyFunction_Vectorcall: "
+			"--python-hook calls cannot be honoured (plain functions cannot be timed in "
+			"this build); use --python-hook coroutines\n", p->interp.name,
+			p->interp.major, p->interp.minor, p->hooks.stripped ? ", stripped" : "");
+		return -ENOENT;
+	}
+	return 0;
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
@@ -453,25 +509,15 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 		return -ENOMEM;
 	p->n_probes = n_probes;
 	memcpy(p->probes, probes, sizeof(*probes) * (size_t)n_probes);
-	rc = find_interp(target, &p->interp);
-	if (rc)
+	p->plain_calls = target->plain_calls;
+	p->verbose = target->verbose;
+	p->attach_pid = target->follow_children ? -1 : target->pid;
+	if ((rc = find_interp(p, target, &layout)) || (rc = check_hooks(p, target)))
 		goto fail;
-	if (p->interp.free_threaded) {
-		fprintf(stderr, "pmetrics: %s is a free-threaded CPython (%d.%dt), whose objects py: "
-			"probes cannot read; use the default build of Python %d.%d\n", p->interp.name,
-			p->interp.major, p->interp.minor, p->interp.major, p->interp.minor);
-		rc = -ENOTSUP;
-		goto fail;
-	}
-	if (pyspan_layout_for(p->interp.major, p->interp.minor, &layout)) {
-		fprintf(stderr, "pmetrics: %s is Python %d.%d, which py: probes do not support "
-			"(supported: 3.8 to 3.13)\n", p->interp.name, p->interp.major, p->interp.minor);
-		rc = -ENOTSUP;
-		goto fail;
-	}
 	if (target->verbose)
-		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (opened as %s)\n",
-			p->interp.major, p->interp.minor, p->interp.name, p->interp.path);
+		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (%s; opened as %s)\n",
+			p->interp.major, p->interp.minor, p->interp.name,
+			p->hooks.stripped ? "stripped" : "with symbols", p->interp.path);
 	rc = load_and_attach(p, target, &layout);
 	if (rc)
 		goto fail;
@@ -497,43 +543,75 @@ static int own_map_fd(const struct pyspan *p, const char *name)
 __u64 pyspan_probe_counter(const struct pyspan *p, int idx, __u32 kind)
 {
 	return percpu_counter_sum(own_map_fd(p, "probe_counters"),
-			  (__u32)idx * PYSPAN_PC_MAX + kind);
+				  (__u32)idx * PYSPAN_PC_MAX + kind);
 }
+
+/* ---- children running another interpreter ---------------------------------- */
+
+void pyspan_check_process(struct pyspan *p, pid_t pid)
+{
+	struct resolved_file file;
+	struct target_view view;
+	char needed[256];
+	struct stat st;
+
+	if (!p || p->attach_pid > 0)
+		return;
+	for (int i = 0; i < p->n_checked; i++)
+		if (p->checked[i] == pid)
+			return;
+	if (p->n_checked == CHECKED_MAX || target_view_of_pid(&view, pid) != 0)
+		return;
+	p->checked[p->n_checked++] = pid;
+	/* just exec'd, it may not map its libpython yet: its executable
+	 * names it (DT_NEEDED) */
+	if (resolve_mapped_prefix(&view, "libpython", &file) != 0 &&
+	    (elf_needed(view.exe, "libpython", needed, sizeof(needed)) != 0 ||
+	     resolve_needed(&view, needed, &file) != 0)) {
+		snprintf(file.path, sizeof(file.path), "%s", view.exe);
+		snprintf(file.name, sizeof(file.name), "%s", view.exe_name);
+	}
+	if (stat(file.path, &st) != 0 ||
+	    (st.st_dev == p->interp_id.st_dev && st.st_ino == p->interp_id.st_ino))
+		return;
+	if (!strstr(file.name, "python"))
+		return; /* not a Python at all: nothing to miss */
+	fprintf(stderr, "pmetrics: warning: child process %d runs another interpreter (%s), "
+		"not the hooked %s: its py: calls are not seen; trace it with another pmetrics "
+		"record --pid %d\n", (int)pid, file.name, p->interp.name, (int)pid);
+}
+
+/* ---- the summary --------------------------------------------------------------- */
 
 static void summary_probe(const struct pyspan *p, int i, FILE *out)
 {
 	const struct py_probe *pr = &p->probes[i];
 	__u64 spans = pyspan_probe_counter(p, i, PYSPAN_PC_SPANS);
-	__u64 unresolved = pyspan_probe_counter(p, i, PYSPAN_PC_UNRESOLVED);
 	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
 
 	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
 		(unsigned long long)spans);
-	if (p->gen_hook && !seen)
-		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function, "
-			"the coroutine hook cannot time it: use --python-hook calls\n",
-			pr->module, pr->qualname);
-	else if (unresolved)
-		fprintf(out, "pmetrics: warning: py:%s:%s: %llu calls of a plain function named like it "
-			"were not timed: they came from C code, and on Python %d.%d its qualified name "
-			"is then known only if its def ran after pmetrics attached; start the program "
-			"under pmetrics\n",
-			pr->module, pr->qualname, (unsigned long long)unresolved,
-			p->interp.major, p->interp.minor);
-	else if (!seen)
+	if (seen)
+		return;
+	if (!p->plain_calls)
+		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function "
+			"(not async def), time it with --python-hook calls\n", pr->module,
+			pr->qualname);
+	else
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
 			pr->module, pr->qualname,
-			p->interp.minor >= 11 ? " (it may be a call this Python version inlines)"
-					      : " (check the module and qualified name)");
+			p->interp.minor >= 11 ? " (a plain function called from Python is inlined "
+						"by this version)" : " (check the module and qualified name)");
 }
 
 /* Coroutines that started under pmetrics and have not finished. */
 static __u64 open_coroutines(const struct pyspan *p)
 {
-	struct open_coro value;
+	struct { __u64 gen; __u32 tgid, pad; } key, next;
 	int fd = own_map_fd(p, "open_coros");
-	__u64 key, next, n = 0;
+	struct open_coro value;
 	void *prev = NULL;
+	__u64 n = 0;
 
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		if (bpf_map_lookup_elem(fd, &next, &value) == 0 && value.start_ns)
@@ -552,11 +630,6 @@ void pyspan_summary(const struct pyspan *p, FILE *out)
 		return;
 	for (int i = 0; i < p->n_probes; i++)
 		summary_probe(p, i, out);
-	if (p->interp.minor >= 11)
-		fprintf(out, "pmetrics: Python %d.%d: %d py: probe(s) see only %s\n",
-			p->interp.major, p->interp.minor, p->n_probes,
-			p->interp.minor == 11 ? "coroutines and calls from C"
-					      : "calls from C and tasks' outermost coroutines");
 	n = open_coroutines(p);
 	if (n)
 		fprintf(out, "pmetrics: python spans open at the end: %llu coroutine(s) still running "
@@ -573,42 +646,49 @@ void pyspan_close(struct pyspan *p)
 	free(p);
 }
 
-/* Whether and where the interpreter has SYM: one line of the report. */
-static void report_point(struct pyspan_report *r, const char *sym)
+/* ---- pmetrics check --pid ---------------------------------------------------- */
+
+static void report_point(struct pyspan_report *r, const struct python_hooks *h,
+			 const struct hook_use *u)
 {
-	struct pyspan_hook_point *pt = &r->points[r->n_points];
-	char suggest[8], err[256];
-	enum elf_symbol_table table;
-	uint64_t off = 0;
+	const struct python_hook_point *pt = hook_point(h, u);
+	struct pyspan_hook_point *out;
 
 	if (r->n_points == PYSPAN_REPORT_POINTS)
 		return;
-	r->n_points++;
-	pt->symbol = sym;
-	pt->found = elf_symbol_lookup(r->interp.path, sym, &off, &table, suggest, sizeof(suggest),
-				      err, sizeof(err)) == 0;
-	pt->in_dynsym = pt->found && table == ELF_DYNSYM;
-	pt->offset = off;
+	out = &r->points[r->n_points++];
+	out->symbol = u->symbol;
+	out->use = u->use;
+	out->found = pt->vaddr != 0;
+	out->source = hook_source_name(pt->source);
+	snprintf(out->detail, sizeof(out->detail), "%s", pt->detail);
+	out->offset = pt->offset;
 }
 
 int pyspan_report(const struct target_view *v, struct pyspan_report *r, char *err, size_t errlen)
 {
 	struct pyspan_layout layout;
-	const char *syms[GEN_STEP_MAX];
-	int rc, n;
+	struct python_hooks h;
+	int rc;
 
 	memset(r, 0, sizeof(*r));
 	rc = python_interp_of_view(v, &r->interp, err, errlen);
 	if (rc)
 		return rc;
-	r->stripped = !elf_has_symtab(r->interp.path);
+	rc = python_hooks_find(r->interp.path, r->interp.major, r->interp.minor, &h, err, errlen);
+	if (rc)
+		return rc;
+	r->stripped = h.stripped;
 	r->supported = !r->interp.free_threaded &&
 		       pyspan_layout_for(r->interp.major, r->interp.minor, &layout) == 0;
-	report_point(r, "_PyEval_EvalFrameDefault");
-	if (r->interp.major == 3 && r->interp.minor <= 10)
-		report_point(r, "PyFunction_NewWithQualName");
-	n = gen_step_symbols(&r->interp, syms);
-	for (int i = 0; i < n; i++)
-		report_point(r, syms[i]);
+	for (size_t i = 0; i < sizeof(coroutine_hooks) / sizeof(coroutine_hooks[0]); i++)
+		report_point(r, &h, &coroutine_hooks[i]);
+	if (r->interp.minor >= 10)
+		report_point(r, &h, &iter_send_hook);
+	if (needs_creation_hook(&r->interp))
+		report_point(r, &h, &creation_hook);
+	report_point(r, &h, &plain_hook);
+	if (needs_iternext_hook(&r->interp))
+		report_point(r, &h, &iternext_hook);
 	return 0;
 }

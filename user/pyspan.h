@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Python function spans: times py:MODULE:QUALNAME functions of a CPython
- * process from uprobes on the interpreter's frame evaluation. Emits
- * struct span_event (include/span_event.h) into its span engine's ring
- * buffer, which the record loop drains with the native spans. */
+ * process (and, following children, of its children running the same
+ * interpreter) from uprobes where a timed function can be: coroutine
+ * steps, creations and deallocations, and only when asked for every
+ * function call. Emits struct span_event (include/span_event.h) into its
+ * span engine's ring buffer, which the record loop drains with the
+ * native spans. */
 #ifndef PMETRICS_PYSPAN_H
 #define PMETRICS_PYSPAN_H
 
@@ -26,12 +29,19 @@ struct pyspan_target {
 	/* How it sees the file system; a launched command's view is ours,
 	 * and its executable the file it will exec, before it has run. */
 	const struct target_view *view;
+	/* With children followed the uprobes are on the interpreter's file
+	 * for every process, and the set of traced processes the native
+	 * tracer keeps in TRACED_SET (its object) filters; without, they are
+	 * on the target alone. */
 	bool follow_children;
+	struct bpf_object *traced_set;
 	bool verbose;
-	/* Hook coroutine/generator steps instead of every call where the
-	 * version allows (3.8-3.10): plain calls then cost nothing, and
-	 * only coroutines and generators are timed. */
-	bool coroutine_hook;
+	/* Time plain functions too: a trap on every Python function call
+	 * that goes through _PyFunction_Vectorcall (every call on 3.8-3.10,
+	 * calls from C on 3.11+). Coroutines are always timed. */
+	bool plain_calls;
+	/* --python-hook was given: a hook that cannot be had is an error. */
+	bool hook_explicit;
 	/* Each span also carries its thread's scheduling and memory counters
 	 * (struct span_resource_event, include/resource_records.h). */
 	bool resources;
@@ -54,14 +64,20 @@ struct bpf_object *pyspan_object(const struct pyspan *p);
 void pyspan_summary(const struct pyspan *p, FILE *out);
 void pyspan_close(struct pyspan *p);
 
+/* Warns once per traced process (a followed child) that runs another
+ * interpreter than the one hooked: its calls are not seen. */
+void pyspan_check_process(struct pyspan *p, pid_t pid);
+
 /* What `pmetrics check --pid` says about a Python target: its
- * interpreter, and for each function a hook may go into, whether the
- * interpreter has it and in which symbol table. */
+ * interpreter, and each hook point pmetrics would use there, whether the
+ * interpreter has it and where it was found. */
 #define PYSPAN_REPORT_POINTS 12
 struct pyspan_hook_point {
-	const char *symbol;
+	const char *symbol;  /* the function in CPython's source */
+	const char *use;     /* what pmetrics uses it for */
 	bool found;
-	bool in_dynsym;     /* found only in .dynsym (what a stripped file keeps) */
+	const char *source;  /* ".symtab", ".dynsym", "type slot", ... */
+	char detail[160];
 	unsigned long long offset;
 };
 

@@ -10,10 +10,10 @@
 #include <libelf.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,22 +63,35 @@ int python_version_from_abi_tag(const char *bytes, size_t len, int *major, int *
 	return -1;
 }
 
+/* The interpreter may be the target's own file (a container's, one it can
+ * rewrite): a FIFO in its place must not block us, and it is read with
+ * pread rather than mapped, as a mapped file truncated under us faults. */
+#define INTERP_MAX (1u << 30) /* far more than any libpython */
+
 int python_version_from_file(const char *path, int *major, int *minor, bool *free_threaded)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), rc = -1;
+	size_t got = 0;
 	struct stat st;
-	void *map;
+	char *buf = NULL;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map != MAP_FAILED) {
-			rc = python_version_from_abi_tag(map, (size_t)st.st_size, major, minor,
-							 free_threaded);
-			munmap(map, (size_t)st.st_size);
-		}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= INTERP_MAX)
+		buf = malloc((size_t)st.st_size);
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
 	}
+	if (got)
+		rc = python_version_from_abi_tag(buf, got, major, minor, free_threaded);
+	free(buf);
 	close(fd);
 	return rc;
 }
@@ -91,7 +104,7 @@ int python_needed_libpython(const char *path, char *out, size_t len)
 static bool is_script(const char *file)
 {
 	char head[2] = "";
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;

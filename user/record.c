@@ -258,8 +258,10 @@ static int attach_python_probes(struct session *s)
 		.pid = s->target.pid,
 		.view = &s->target.view,
 		.follow_children = s->follow_children,
+		.traced_set = span_tracer_object(s->spans),
 		.verbose = o->verbose,
-		.coroutine_hook = o->python_hook == PYTHON_HOOK_COROUTINES,
+		.plain_calls = o->python_hook == PYTHON_HOOK_CALLS,
+		.hook_explicit = o->python_hook != PYTHON_HOOK_DEFAULT,
 		.resources = s->span_context,
 		.ringbuf_bytes = o->ringbuf_bytes,
 	};
@@ -332,6 +334,21 @@ static int on_span(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static void check_python_child(pid_t pid, void *arg)
+{
+	pyspan_check_process(arg, pid);
+}
+
+/* A traced process exec'd: is it a Python the hooks do not cover? */
+static int on_exec(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	if (size >= sizeof(__u32) && s->py)
+		pyspan_check_process(s->py, (pid_t)*(__u32 *)data);
+	return 0;
+}
+
 static int open_csv(struct session *s)
 {
 	static const char *const context_header[] = { "state_name", "function_start_time", "duration" };
@@ -348,7 +365,8 @@ static int open_csv(struct session *s)
 	}
 	s->rb = ring_buffer__new(span_engine_ringbuf_fd(span_tracer_object(s->spans)), on_span, s, NULL);
 	if (!s->rb || (s->py && ring_buffer__add(s->rb, span_engine_ringbuf_fd(pyspan_object(s->py)),
-						 on_span, s))) {
+						 on_span, s)) ||
+	    ring_buffer__add(s->rb, span_tracer_execs_fd(s->spans), on_exec, s)) {
 		cli_error("cannot open the span ring buffer: %s", strerror(errno));
 		return -1;
 	}
@@ -502,6 +520,9 @@ static const char *capture_loop(struct session *s)
 			if (ret && !s->write_error)
 				s->write_error = -ret;
 			last_flush = now;
+			/* a followed child on another Python is said once */
+			if (s->py)
+				span_tracer_for_each_process(s->spans, check_python_child, s->py);
 		}
 		if (s->write_error)
 			return "write error";

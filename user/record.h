@@ -18,9 +18,9 @@
 
 /* Where py: probes see calls (--python-hook). */
 enum python_hook {
-	PYTHON_HOOK_DEFAULT,    /* coroutines with --preset robot-server, else calls */
-	PYTHON_HOOK_CALLS,      /* every call into the eval loop: any function */
-	PYTHON_HOOK_COROUTINES, /* 3.8-3.10: coroutine/generator steps only */
+	PYTHON_HOOK_DEFAULT,    /* not given: coroutines */
+	PYTHON_HOOK_CALLS,      /* coroutines, and plain functions at every call */
+	PYTHON_HOOK_COROUTINES, /* coroutines (and generators) only */
 };
 
 struct record_opts {

@@ -45,20 +45,23 @@ void record_usage(FILE *out)
 "      --preset robot-server  the robot server's two probes:\n"
 "                           ANALYZING_PROTOCOL and GETTING_CACHED_ANALYSIS\n"
 "  Python (py:MODULE:QUALNAME, CPython 3.8-3.13, found and version-detected\n"
-"  in the executable or its libpythonX.Y.so): MODULE is the dotted module\n"
-"  (matched against the code's file name, so site-packages and zips work),\n"
-"  QUALNAME is Class.method or outer.<locals>.inner. A coroutine gives one\n"
-"  row from its first entry to its final return, across its awaits; a\n"
-"  raise still gives a row. 3.11 inlines plain Python-to-Python calls and\n"
-"  3.12+ also awaits: there only coroutines (3.11) or calls from C and\n"
-"  tasks' outermost coroutines (3.12+) are seen, and pmetrics says so.\n"
-"      --python-hook HOOK   where py: probes see calls. calls: every call into\n"
-"                           the eval loop, so any function can be timed, and\n"
-"                           every such call pays a uprobe trap. coroutines\n"
-"                           (3.8-3.10; default with --preset robot-server):\n"
-"                           only coroutine and generator steps trap, plain\n"
-"                           calls cost nothing, plain functions are not timed\n"
-"  py: probes trace the target process only, not its children.\n"
+"  in the executable or its libpythonX.Y.so, stripped or not): MODULE is\n"
+"  the dotted module (matched against the code's file name, so\n"
+"  site-packages and zips work), QUALNAME is Class.method or\n"
+"  outer.<locals>.inner. A coroutine gives one row from its first step to\n"
+"  its final return or raise, at any await depth, on every version; a\n"
+"  task, a gathered or cancelled one too. Children are followed as for\n"
+"  native probes.\n"
+"      --python-hook HOOK   coroutines (default): only where coroutines run,\n"
+"                           are made and freed; plain calls cost nothing and\n"
+"                           plain functions are not timed. calls: also every\n"
+"                           Python function call made through C (3.8-3.10:\n"
+"                           every call) and, up to 3.11, generators in for\n"
+"                           loops; each such call pays a uprobe trap, timed\n"
+"                           or not. 3.11+ inline calls between Python\n"
+"                           functions: there a plain function is timed only\n"
+"                           when called from C (map(), callbacks, threads)\n"
+
 "\n"
 "Resources (system_resource_data, as the psutil tracker service wrote it):\n"
 "      --resources          also sample per-process CPU time and memory from\n"
@@ -392,8 +395,6 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		return usage("no target: give --pid PID or -- COMMAND [ARGS...]");
 	if (o->n_probes == 0 && !o->resources && !o->sample_hz && !o->off_cpu)
 		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
-	if (o->python_hook == PYTHON_HOOK_DEFAULT)
-		o->python_hook = o->preset_robot_server ? PYTHON_HOOK_COROUTINES : PYTHON_HOOK_CALLS;
 	ret = check_resource_options(o);
 	if (!o->output_dir)
 		o->output_dir = DEFAULT_OUTPUT_DIR;

@@ -98,6 +98,9 @@ int span_tracer_attach_tracking(struct span_tracer *t)
 		err = bpf_links_attach(&t->links, bpf_loader_program(t->obj, "span_task_fork"),
 				       "the fork tracepoint");
 	if (!err)
+		err = bpf_links_attach(&t->links, bpf_loader_program(t->obj, "span_task_exec"),
+				       "the exec tracepoint");
+	if (!err)
 		err = span_engine_attach(t->obj, &t->links);
 	return err;
 }
@@ -123,6 +126,24 @@ int span_tracer_attach_probe(struct span_tracer *t, uint32_t probe_id,
 	int err = attach_uprobe(t, enter, false, probe_id, path, offset, pid_filter);
 
 	return err ? err : attach_uprobe(t, exit, true, probe_id, path, offset, pid_filter);
+}
+
+void span_tracer_for_each_process(const struct span_tracer *t, void (*fn)(pid_t, void *), void *arg)
+{
+	int fd = bpf_map__fd(bpf_object__find_map_by_name(t->obj, "traced_tgids"));
+	__u32 key, next;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		fn((pid_t)next, arg);
+		key = next;
+		prev = &key;
+	}
+}
+
+int span_tracer_execs_fd(const struct span_tracer *t)
+{
+	return bpf_map__fd(bpf_object__find_map_by_name(t->obj, "execs"));
 }
 
 struct bpf_object *span_tracer_object(const struct span_tracer *t)

@@ -35,6 +35,12 @@ int span_tracer_attach_tracking(struct span_tracer *t);
  * -errno, printing nothing (the caller names the probe). */
 int span_tracer_attach_probe(struct span_tracer *t, uint32_t probe_id,
 			     const char *path, uint64_t offset, pid_t pid_filter);
+/* Calls FN for every process traced now (the target and the children
+ * followed so far). */
+void span_tracer_for_each_process(const struct span_tracer *t, void (*fn)(pid_t, void *), void *arg);
+/* A ring buffer of the PIDs (__u32) of traced processes that exec'd a
+ * new program, as the loader numbers them. */
+int span_tracer_execs_fd(const struct span_tracer *t);
 /* The span engine's object: ring buffer, counters, open calls. */
 struct bpf_object *span_tracer_object(const struct span_tracer *t);
 void span_tracer_destroy(struct span_tracer *t);

@@ -34,6 +34,25 @@ assert d["kernel"]["btf"] == "own" and d["kernel"]["config"] == "/proc/config.gz
 PY
 then t_pass; else t_fail "$(head -c 400 "$T_TMP/check.json")"; fi
 
+# ---- root of a user namespace of its own ----------------------------------------
+# Its capabilities do not count for bpf(), which says EPERM: the words
+# must name that privilege, not a kernel built without bpf().
+if unshare -U -r true 2>/dev/null; then
+	t_begin "check in a user namespace of its own: spans missing for want of privilege there"
+	unshare -U -r "$PMETRICS" check >"$T_TMP/userns" 2>&1; rc=$?
+	want="needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) in the initial user namespace, and this process is in another one"
+	if [ $rc -eq 1 ] && [[ "$(cap_line "$T_TMP/userns" "native spans")" == "missing: "*"$want"* ]] &&
+		[[ "$(cap_line "$T_TMP/userns" "Python spans")" == "missing: "*"$want"* ]] &&
+		! grep -q "CONFIG_" "$T_TMP/userns"
+	then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/userns")"; fi
+	expect_error "record in a user namespace of its own: one line naming the privilege" 1 \
+		"^pmetrics: native spans: missing: .*in the initial user namespace.*run pmetrics outside it$" \
+		-x "$T_TMP/never-userns" -- unshare -U -r "$PMETRICS" record -o "$T_TMP/never-userns" \
+		--probe S=:pm_empty -- "$SP" calls 1
+else
+	t_begin "check in a user namespace of its own"; t_skip "unshare -U is not allowed here"
+fi
+
 # ---- as without BTF ---------------------------------------------------------
 t_begin "check without BTF: spans ok, span context missing naming the option, series from /proc"
 PMETRICS_TEST_NO_BTF=1 "$PMETRICS" check >"$T_TMP/nobtf" 2>&1; rc=$?
@@ -144,6 +163,24 @@ if [ $rc -eq 0 ] && grep -q "^target $sleeper: .*sleep" "$T_TMP/pid" &&
 	grep -q "not a Python target: .*native probes go into its executable" "$T_TMP/pid"
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/pid")"; fi
 
+t_begin "check --json --pid of a program whose name is not UTF-8: valid JSON, each bad sequence U+FFFD"
+# a lone Latin-1 byte, a surrogate, an overlong '/', a cut sequence; and
+# valid UTF-8, which passes as is
+name=$'sl\xe9ep-\xc3\xa9-\xed\xa0\x80-\xc0\xaf-\xe2\x82'
+cp "$(command -v sleep)" "$T_TMP/$name"
+"$T_TMP/$name" 30 & odd=$!
+sleep 0.2
+"$PMETRICS" check --json --pid $odd >"$T_TMP/odd.json" 2>"$T_TMP/odd.err"; rc=$?
+kill $odd; wait $odd 2>/dev/null
+if python3 - "$T_TMP/odd.json" "$T_TMP/$name" <<'PY'
+import json, os, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))  # strict: fails on invalid UTF-8
+want = os.fsencode(sys.argv[2]).decode("utf-8", "replace")
+assert d["target"]["executable"] == want, (d["target"]["executable"], want)
+assert "\u00e9" in want and want.count("\ufffd") == 7, want
+PY
+then t_pass; else t_fail "rc $rc: $(head -c 400 "$T_TMP/odd.json" | od -c | head -5) $(cat "$T_TMP/odd.err")"; fi
+
 py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10.*/bin/python3.10 2>/dev/null | head -n 1)
 t_begin "check --pid of CPython 3.10: the interpreter, its version and every hook point's table"
 if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
@@ -151,8 +188,8 @@ if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
 	sleep 0.5
 	"$PMETRICS" check --pid $pypid >"$T_TMP/py" 2>&1
 	if grep -q "interpreter   .*libpython3.10.so.1.0: CPython 3.10, with symbols (.symtab)" "$T_TMP/py" &&
-		grep -Eq "hook point +_PyEval_EvalFrameDefault +\.symtab at file offset 0x[0-9a-f]+" "$T_TMP/py" &&
-		grep -Eq "hook point +gen_send_ex2 +\.symtab" "$T_TMP/py"
+		grep -Eq "hook point +PyIter_Send +\.symtab at file offset 0x[0-9a-f]+" "$T_TMP/py" &&
+		grep -Eq "hook point +gen_dealloc +\.symtab at file offset 0x[0-9a-f]+ \(gen_dealloc \(local\)\)" "$T_TMP/py"
 	then t_pass; else t_fail "$(cat "$T_TMP/py")"; fi
 	kill $pypid; wait $pypid 2>/dev/null
 
@@ -164,8 +201,9 @@ if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
 	sleep 0.5
 	"$PMETRICS" check --pid $pypid >"$T_TMP/pys" 2>&1
 	if grep -q "interpreter   $T_TMP/stripped/libpython3.10.so.1.0: CPython 3.10, stripped (.dynsym only)" "$T_TMP/pys" &&
-		grep -Eq "hook point +_PyEval_EvalFrameDefault +\.dynsym" "$T_TMP/pys" &&
-		grep -Eq "hook point +gen_send_ex2 +missing" "$T_TMP/pys"
+		grep -Eq "hook point +PyIter_Send +\.dynsym at file offset 0x[0-9a-f]+" "$T_TMP/pys" &&
+		grep -Eq "hook point +gen_dealloc +type slot at file offset 0x[0-9a-f]+ \(PyCoro_Type\.tp_dealloc" "$T_TMP/pys" &&
+		grep -Eq "hook point +gen_send +method table at file offset 0x[0-9a-f]+ \(PyCoro_Type\.tp_methods\[\"send\"\]" "$T_TMP/pys"
 	then t_pass; else t_fail "$(cat "$T_TMP/pys")"; fi
 	kill $pypid; wait $pypid 2>/dev/null
 fi

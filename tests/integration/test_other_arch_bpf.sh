@@ -73,10 +73,13 @@ if [ "$host" != arm64 ] && [ -d "$ROOT/vmlinux/arm64" ]; then
 	t_begin arm64_span_return_matches_by_sp
 	if reads_ctx "$arm/span.bpf.o" span_enter 248 && reads_ctx "$arm/span.bpf.o" span_exit 248; then t_pass
 	else t_fail "span_enter/span_exit do not read user_pt_regs.sp (offset 248)"; fi
-	t_begin arm64_python_hook_reads_x0_x1
-	if reads_ctx "$arm/pyspan.bpf.o" py_entry 0 && reads_ctx "$arm/pyspan.bpf.o" py_entry 8; then t_pass
-	else t_fail "py_entry does not read x0 and x1 (offsets 0 and 8)"; fi
+	t_begin arm64_python_step_reads_x0_and_sp
+	if reads_ctx "$arm/pyspan.bpf.o" py_coro_step 0 && reads_ctx "$arm/pyspan.bpf.o" py_coro_step 248; then t_pass
+	else t_fail "py_coro_step does not read x0 (the coroutine, offset 0) and sp (offset 248)"; fi
 	t_begin arm64_python_return_matches_by_sp
-	if reads_ctx "$arm/pyspan.bpf.o" py_return 248; then t_pass
-	else t_fail "py_return does not read user_pt_regs.sp (offset 248)"; fi
+	if reads_ctx "$arm/pyspan.bpf.o" py_coro_step_return 248; then t_pass
+	else t_fail "py_coro_step_return does not read user_pt_regs.sp (offset 248)"; fi
+	t_begin arm64_python_creation_return_reads_x0
+	if reads_ctx "$arm/pyspan.bpf.o" py_make_coro_return 0 && reads_ctx "$arm/pyspan.bpf.o" py_make_coro_return 248; then t_pass
+	else t_fail "py_make_coro_return does not read x0 (the new coroutine) and sp"; fi
 fi

@@ -90,6 +90,32 @@ else
 		"refusing to write $d/system_resource_data: it is a directory" -- "$res" "$d"
 fi
 
+# ---- a planted symlink as the output directory ------------------------------
+# Another user plants -o DIR itself (or a directory on the way) as a
+# symlink to a directory of root's: pmetrics must not write through it.
+# A link only root could make (like /var/run -> /run) is still followed.
+if command -v setpriv >/dev/null; then
+	victim_dir="$T_TMP/victim-dir"; mkdir -p "$victim_dir"
+	for mode in 0777 1777; do
+		d=$(pub "$mode")
+		as_nobody ln -s "$victim_dir" "$d/pm"
+		expect_error "$mode dir: a symlink planted as -o DIR is refused, naming it" 1 \
+			"^pmetrics: refusing output directory $d/pm: $d/pm is a symlink in a directory others can write to; remove it or give the real directory with -o DIR$" \
+			-- "$res" "$d/pm"
+		expect_error "$mode dir: a symlink planted on the way to -o DIR is refused" 1 \
+			"^pmetrics: refusing output directory $d/pm/sub: $d/pm is a symlink in a directory others can write to" \
+			-- "$span" "$d/pm/sub"
+	done
+	t_check "the directory behind the planted symlinks is still empty" \
+		test -z "$(ls -A "$victim_dir")"
+fi
+t_begin "a symlink only root could make (like /var/run -> /run) is followed"
+own=$(mktemp -d "$T_TMP/own.XXXXXX"); chmod 755 "$own"; mkdir "$T_TMP/real-run"
+ln -s "$T_TMP/real-run" "$own/run"
+"$res" "$own/run/pm" >/dev/null 2>"$T_TMP/err"; rc=$?
+if [ $rc -eq 0 ] && [ -s "$T_TMP/real-run/pm/system_resource_data_headers" ]; then t_pass
+else t_fail "rc $rc: $(head -c 300 "$T_TMP/err")"; fi
+
 # What protected_hardlinks keeps users from planting, root could leave.
 d=$(pub 1777); ln "$victim" "$d/robot_context_data"
 expect_error "a hard link is refused" 1 \

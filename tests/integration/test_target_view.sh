@@ -57,6 +57,55 @@ capture_pid "mount namespace: a library by its absolute path in the target's vie
 	"$T_TMP/go2" "LIB=/mnt/nslib/libspanlib.so.1:spanlib_compute"
 wait
 
+# ---- symlinks inside the target's root -------------------------------------
+# An absolute symlink in the target's root is read in that root. The host
+# holds a decoy at the path the link names, which must get no probe (it
+# would, were the link read in pmetrics' root: 0 rows and no error).
+cat >"$T_TMP/symlink-ns.sh" <<'SH'
+set -e
+progs=$1 dir=$2 go=$3 pidfile=$4
+mount -t tmpfs pmetrics-test "$dir"
+cp "$progs/libprog" "$progs/libspanlib.so.1" "$dir/"
+ln -s "$dir/libspanlib.so.1" "$dir/alias.so"
+echo $$ >"$pidfile"
+exec "$dir/libprog" -w "$go" 5 3
+SH
+decoy="$T_TMP/nsroot"
+mkdir -p "$decoy" && cp "$PROGS/libspanlib.so.1" "$decoy/"
+nsrun "$T_TMP/symlink-ns.sh" "$PROGS" "$decoy" "$T_TMP/go7"
+t_begin "mount namespace: an absolute symlink is followed in the target's root, not in ours"
+out=$(fresh_dir)
+if [ -z "$NS_PID" ] || [ -e "$decoy/alias.so" ]; then
+	t_fail "no namespaced target (or its tmpfs is visible outside)"; touch "$T_TMP/go7"
+elif pm_start -o "$out" --pid "$NS_PID" --probe "LIB=$decoy/alias.so:spanlib_compute"; then
+	touch "$T_TMP/go7"; pm_wait
+	n=$(rows "$out/robot_context_data" LIB)
+	if [ "$n" -eq 3 ]; then t_pass
+	else t_fail "$n rows, want 3: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+else
+	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; touch "$T_TMP/go7"
+fi
+wait
+
+# ---- a FIFO where the target's ld.so.cache should be ------------------------
+# Opening it would wait for a writer forever (and SIGTERM would not end
+# that): the resolver passes it over and says the library is not found.
+cat >"$T_TMP/fifo-ns.sh" <<'SH'
+set -e
+fifo=$1 pidfile=$2
+mount --bind "$fifo" /etc/ld.so.cache
+echo $$ >"$pidfile"
+exec sleep 60
+SH
+mkfifo "$T_TMP/cache.fifo"
+nsrun "$T_TMP/fifo-ns.sh" "$T_TMP/cache.fifo"
+expect_error "a FIFO over the target's ld.so.cache: not waited on, the library is said missing" 1 \
+	"^pmetrics: probe libnothere\.so\.1:f: libnothere\.so\.1 is not mapped by process $NS_PID " \
+	-x "$T_TMP/never-fifo" -- timeout -k 5 30 "$PMETRICS" record -o "$T_TMP/never-fifo" \
+	--pid "$NS_PID" --probe X=libnothere.so.1:f
+kill -KILL "$NS_PID" 2>/dev/null
+wait "$NS_PID" 2>/dev/null
+
 # ---- a library replaced on disk while mapped ----------------------------
 t_begin "a library replaced on disk: the mapped one is probed, and pmetrics says so"
 dir="$T_TMP/replaced"; mkdir -p "$dir"

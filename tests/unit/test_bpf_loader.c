@@ -2,7 +2,8 @@
 /* Which --btf files the loader accepts: a kernel's BTF of this
  * architecture and layout, and nothing else, each refusal one line
  * naming the file and what is wrong. The files are made here with
- * libbpf's BTF writer, shaped like a kernel's where it matters. */
+ * libbpf's BTF writer, shaped like a kernel's where it matters. And the
+ * release an ELF vmlinux's banner names, wherever it is in the file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +140,68 @@ static void not_btf_at_all(void **state)
 	assert_null(strchr(err, '\n'));
 }
 
+/* Writes an ELF-looking file of SIZE bytes (zeros) with TEXT at POS. */
+static void write_with(size_t size, size_t pos, const char *text)
+{
+	char *file = calloc(1, size);
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(file);
+	assert_non_null(f);
+	memcpy(file, "\177ELF", 4);
+	memcpy(file + pos, text, strlen(text));
+	assert_int_equal(fwrite(file, 1, size, f), size);
+	fclose(f);
+	free(file);
+}
+
+/* The banner's release wherever it is, also cut by the 64 KiB read
+ * window's end (the release was taken as cut short there, and read past
+ * the valid bytes). */
+static void a_banner_across_a_read_window_is_read_whole(void **state)
+{
+	static const char release[] = "6.1.0-13-arm64-averyveryverylongrelease0123456789";
+	char banner[128], got[64];
+
+	(void)state;
+	snprintf(banner, sizeof(banner), "Linux version %s (gcc-12) #1 SMP", release);
+	for (size_t edge = 65536; edge <= 2 * 65536; edge += 65536)
+		for (size_t pos = edge - 120; pos < edge + 40; pos++) {
+			write_with(3 * 65536, pos, banner);
+			vmlinux_banner_release(path, got, sizeof(got));
+			if (strcmp(got, release) != 0)
+				fail_msg("banner at %zu: read '%s'", pos, got);
+		}
+	/* at the file's very end, with nothing after it: not known whole */
+	write_with(70000, 70000 - strlen("Linux version 6.1.0"), "Linux version 6.1.0");
+	vmlinux_banner_release(path, got, sizeof(got));
+	assert_string_equal(got, "");
+}
+
+static void what_is_no_release_is_passed_over(void **state)
+{
+	char got[64], text[256];
+
+	(void)state;
+	/* longer than a release can be, then the real banner */
+	snprintf(text, sizeof(text), "Linux version %070d Linux version 5.15.77-toradex (oe)", 0);
+	write_with(4096, 100, text);
+	vmlinux_banner_release(path, got, sizeof(got));
+	assert_string_equal(got, "5.15.77-toradex");
+	/* raw BTF, not ELF: no banner to read */
+	write_with(4096, 100, "Linux version 6.1.0 (gcc)");
+	memcpy(text, "BTF!", 4);
+	{
+		FILE *f = fopen(path, "r+b");
+
+		assert_non_null(f);
+		fwrite(text, 1, 4, f);
+		fclose(f);
+	}
+	vmlinux_banner_release(path, got, sizeof(got));
+	assert_string_equal(got, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +210,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(another_kernels_layout_is_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(not_a_kernels_btf, setup, teardown),
 		cmocka_unit_test_setup_teardown(not_btf_at_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_banner_across_a_read_window_is_read_whole, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(what_is_no_release_is_passed_over, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

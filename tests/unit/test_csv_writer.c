@@ -300,6 +300,77 @@ static void torn_last_line_is_ended_before_new_rows(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Opens DIR/data (made with CONTENT) in the context layout, appends one
+ * span row of state B, and checks that the file is CONTENT, then FIX,
+ * then that row. */
+static void appended_after_fix(const char *dir, const char *content, const char *fix)
+{
+	static const char row_b[] = "B,1718739269730290312,14028043893\n";
+	static const char *const header[] = { "h" };
+	size_t len = strlen(content), want = len + strlen(fix) + strlen(row_b);
+	char path[256], err[256], *got = malloc(want + 1);
+	struct csv_row row;
+	struct csv_file *f;
+	FILE *io;
+
+	assert_non_null(got);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	io = fopen(path, "w");
+	assert_int_equal(fwrite(content, 1, len, io), len);
+	fclose(io);
+	f = csv_file_open(dir, "data", header, 1, CSV_LAYOUT_CONTEXT, err, sizeof(err));
+	assert_non_null(f);
+	span_row(&row, CSV_LAYOUT_CONTEXT, "B");
+	assert_int_equal(csv_file_append(f, &row), 0);
+	assert_int_equal(csv_file_close(f), 0);
+	io = fopen(path, "r");
+	assert_int_equal(fread(got, 1, want + 1, io), want);
+	fclose(io);
+	got[want] = '\0';
+	assert_memory_equal(got, content, len);
+	assert_memory_equal(got + len, fix, strlen(fix));
+	assert_string_equal(got + len + strlen(fix), row_b);
+	free(got);
+}
+
+/* A torn row longer than the last 4 KiB of the file (rows reach 8 KiB:
+ * a long command line) whose quote opened before them: it is still
+ * closed, or Python's csv would read the next row into the torn field. */
+static void a_long_torn_row_is_closed_from_its_start(void **state)
+{
+	enum { L = 5000 };
+	static char content[300000];
+	char dir[] = "/tmp/pm-csv-XXXXXX", cmd[64];
+	size_t n;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	/* a small file: read from its first byte */
+	n = (size_t)sprintf(content, "A,1,2\nA,\"");
+	memset(content + n, 'x', L);
+	content[n + L] = '\0';
+	appended_after_fix(dir, content, "\"\n");
+	/* a line break inside the long field is not a row's end */
+	strcat(content, "\nmore of the field");
+	appended_after_fix(dir, content, "\"\n");
+	/* a large file whose fields hold commas, quotes and line breaks: the
+	 * window read back starts inside some row */
+	for (n = 0; n < 200000;)
+		n += (size_t)sprintf(content + n, "S,\"a,b \"\"q\"\"\nc\",%zu\n", n);
+	n += (size_t)sprintf(content + n, "T,\"");
+	memset(content + n, 'x', L);
+	content[n + L] = '\0';
+	appended_after_fix(dir, content, "\"\n");
+	/* the same torn after its quoted field closed, or in a bare field */
+	strcat(content, "\",12");
+	appended_after_fix(dir, content, "\n");
+	content[n - 3] = '\0';
+	strcat(content, "T,1234");
+	appended_after_fix(dir, content, "\n");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void discard_keeps_files_that_were_there(void **state)
 {
 	static const char *const header[] = { "a", "b" };
@@ -381,6 +452,7 @@ int main(void)
 		cmocka_unit_test(activity_keeps_line_breaks_inside_quotes),
 		cmocka_unit_test(torn_write_counts_rows_not_line_breaks),
 		cmocka_unit_test(torn_last_line_is_ended_before_new_rows),
+		cmocka_unit_test(a_long_torn_row_is_closed_from_its_start),
 		cmocka_unit_test(discard_keeps_files_that_were_there),
 		cmocka_unit_test(planted_symlink_is_refused_in_one_line),
 		cmocka_unit_test(layout_names),

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The output directory: what a user who can write to it may plant under
  * a name pmetrics opens (symlink, hard link, FIFO, directory, someone
- * else's file) is refused, never followed, never blocks; new files are
- * ours alone; a failed start takes back only what it made. */
+ * else's file) is refused, never followed, never blocks; a symlink such
+ * a user could plant as the directory or on the way to it is refused;
+ * new files are ours alone; a failed start takes back only what it
+ * made. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -318,6 +320,118 @@ static void control_characters_in_the_path_are_refused(void **state)
 	assert_string_equal(listing(f), "");
 }
 
+/* F->dir/NAME made as a directory of exactly MODE (no umask). */
+static void dir_at(const struct fixture *f, const char *name, mode_t mode, char *buf, size_t size)
+{
+	at(f, name, buf, size);
+	assert_int_equal(mkdir(buf, 0700), 0);
+	assert_int_equal(chmod(buf, mode), 0);
+}
+
+/* Whether F->dir/NAME is an empty directory. */
+static bool empty_dir(const struct fixture *f, const char *name)
+{
+	char path[128];
+	struct dirent *de;
+	int entries = 0;
+	DIR *d;
+
+	at(f, name, path, sizeof(path));
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		entries += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return entries == 0;
+}
+
+/* Another user could have planted a symlink as -o DIR, or as a directory
+ * on the way to it, in a directory anyone may write to: following it
+ * would put our files where that user chose. */
+static void a_symlink_others_could_plant_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	char share[96], there[96], out[128];
+
+	dir_at(f, "share", 0777, share, sizeof(share));
+	dir_at(f, "elsewhere", 0755, there, sizeof(there));
+	snprintf(out, sizeof(out), "%s/pm", share);
+	assert_int_equal(symlink(there, out), 0);
+	assert_null(output_dir_open(out, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "refusing output directory"));
+	assert_non_null(strstr(f->err, out));
+	assert_non_null(strstr(f->err, "is a symlink in a directory others can write to"));
+	assert_null(strchr(f->err, '\n'));
+	snprintf(out, sizeof(out), "%s/pm/deeper", share);
+	assert_null(output_dir_open(out, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "is a symlink in a directory others can write to"));
+	assert_true(empty_dir(f, "elsewhere"));
+}
+
+/* In a sticky directory (like /tmp) only a link of root's or of the
+ * directory's owner is followed: another user's could be planted. */
+static void a_sticky_directory_trusts_only_its_owners_and_roots_links(void **state)
+{
+	struct fixture *f = *state;
+	char tmp[96], there[96], out[128];
+	struct output_dir *d;
+
+	dir_at(f, "tmp", 01777, tmp, sizeof(tmp));
+	dir_at(f, "elsewhere", 0755, there, sizeof(there));
+	snprintf(out, sizeof(out), "%s/pm", tmp);
+	assert_int_equal(symlink(there, out), 0);
+	d = output_dir_open(out, f->err, sizeof(f->err));
+	assert_non_null(d);
+	output_dir_close(d);
+	if (geteuid() != 0) {
+		skip(); /* only root can make a link of another owner */
+		return;
+	}
+	assert_int_equal(lchown(out, 65534, 65534), 0);
+	assert_null(output_dir_open(out, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "is a symlink in a directory others can write to"));
+}
+
+/* A link only root or the directory's owner could have made (/var/run ->
+ * /run), absolute or relative, last or on the way, is followed, and the
+ * directories missing behind it are made there. */
+static void a_symlink_only_the_owner_could_make_is_followed(void **state)
+{
+	struct fixture *f = *state;
+	char own[96], there[96], out[160], made[160];
+	struct output_dir *d;
+
+	dir_at(f, "own", 0755, own, sizeof(own));
+	dir_at(f, "elsewhere", 0755, there, sizeof(there));
+	snprintf(out, sizeof(out), "%s/abs", own);
+	assert_int_equal(symlink(there, out), 0);
+	snprintf(out, sizeof(out), "%s/rel", own);
+	assert_int_equal(symlink("../elsewhere", out), 0);
+	snprintf(out, sizeof(out), "%s/abs/a/b", own);
+	d = output_dir_open(out, f->err, sizeof(f->err));
+	assert_non_null(d);
+	output_dir_close(d);
+	snprintf(made, sizeof(made), "%s/a/b", there);
+	assert_int_equal(access(made, W_OK), 0);
+	snprintf(out, sizeof(out), "%s/rel", own);
+	d = output_dir_open(out, f->err, sizeof(f->err));
+	assert_non_null(d);
+	output_dir_close(d);
+}
+
+static void many_missing_directories_are_made(void **state)
+{
+	struct fixture *f = *state;
+	char deep[160];
+	struct output_dir *d;
+
+	snprintf(deep, sizeof(deep), "%s/1/2/3/4/5/6/7/8/9/10/11/12", f->dir);
+	d = output_dir_open(deep, f->err, sizeof(f->err));
+	assert_non_null(d);
+	assert_int_equal(access(deep, W_OK), 0);
+	output_dir_close(d);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -336,6 +450,10 @@ int main(void)
 		T(one_handle_per_directory),
 		T(discard_removes_only_the_directories_it_made),
 		T(control_characters_in_the_path_are_refused),
+		T(a_symlink_others_could_plant_is_refused),
+		T(a_sticky_directory_trusts_only_its_owners_and_roots_links),
+		T(a_symlink_only_the_owner_could_make_is_followed),
+		T(many_missing_directories_are_made),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,9 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, spin, gens, atexit, long, loops, wait-for PATH, bench call|map|await[-decorated] N)
+  (robot, sync, threads, spin, gens, peaks, from-c, long, loops, children, timed,
+   timed-children, wait-for PATH,
+   bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
 tests/integration/test_python.sh checks them.
 """
@@ -15,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from robot_server.protocols.protocol_analyzer import ProtocolAnalyzer  # noqa: E402
 from robot_server.protocols import router  # noqa: E402
-from pmtest import other, work  # noqa: E402
+from pmtest import other, timed, work  # noqa: E402
 
 
 async def robot():
@@ -93,11 +95,35 @@ def spin():
     work.crunch(0.05)
 
 
-def at_exit():
-    """CRUNCH rows: 2 of 10 ms, called from C at exit with no Python frame
-    below them."""
-    import atexit
+def peaks():
+    """CRUNCH: 2 rows of 50 ms, RECURSE: calls 80 deep (deeper than
+    pmetrics' 64 open calls a thread), then 200 MB touched and freed
+    between the two CRUNCH rows, none of it while one runs: the second
+    CRUNCH row's RSS peak is its own, not the 200 MB."""
+    sys.setrecursionlimit(10000)
+    work.crunch(0.05)
+    work.recurse(80)
+    work.grow_and_free(200)
+    work.crunch(0.05)
 
+
+def from_c():
+    """CRUNCH rows: 5 of 10 ms, each called from C with no Python frame
+    of its caller to name it: 2 through contextvars' Context.run (as
+    anyio's worker threads and asyncio's callbacks call), 1 as an event
+    loop callback, 2 at exit (atexit)."""
+    import atexit
+    import contextvars
+
+    for _ in range(2):
+        contextvars.copy_context().run(work.crunch, 0.01)
+
+    async def callback():
+        done = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(
+            lambda: (work.crunch(0.01), done.set_result(None)))
+        await done
+    asyncio.run(callback())
     atexit.register(work.crunch, 0.01)
     atexit.register(work.crunch, 0.01)
 
@@ -114,6 +140,31 @@ def loops():
         t.start()
     for t in ts:
         t.join()
+
+
+def run_robot():
+    asyncio.run(robot())
+
+
+def children(module, target):
+    """Runs a scenario once in each of three children, none in this
+    process: a `python -m MODULE` interpreter started with subprocess
+    (fork + exec), then TARGET in a multiprocessing spawn child (a new
+    interpreter) and in a fork child (this interpreter's memory, no
+    exec). With the robot scenario: ANALYZING_PROTOCOL 12 rows and
+    GETTING_CACHED_ANALYSIS 9 rows; with pmtest.timed, three times its
+    rows and reference files."""
+    import multiprocessing
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, "-m", module], check=True, cwd=here)
+    for method in ("spawn", "fork"):
+        child = multiprocessing.get_context(method).Process(target=target)
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            sys.exit(f"{method} child failed: {child.exitcode}")
 
 
 def wait_for(path):
@@ -208,10 +259,18 @@ def main(argv):
             gens()
         elif name == "long":
             asyncio.run(long())
-        elif name == "atexit":
-            at_exit()
+        elif name == "peaks":
+            peaks()
+        elif name == "from-c":
+            from_c()
         elif name == "loops":
             loops()
+        elif name == "children":
+            children("pmtest.robot_child", run_robot)
+        elif name == "timed":
+            timed.run()
+        elif name == "timed-children":
+            children("pmtest.timed", timed.run)
         elif name == "wait-for":
             i += 1
             wait_for(argv[i])

@@ -38,3 +38,16 @@ def spin(seconds):
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         pass
+
+
+def recurse(n):
+    """n nested calls of itself."""
+    return 0 if n == 0 else 1 + recurse(n - 1)
+
+
+def grow_and_free(mb):
+    """Touches MB megabytes, then frees them: RSS up and back down."""
+    block = bytearray(mb * 1024 * 1024)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    del block
