@@ -962,6 +962,29 @@ static const char *str_at(struct python_names *n, const struct python_proc *p, u
 	return s->value;
 }
 
+/* PATH, a file of the target, opened for reading only when it is a
+ * regular file: its type is looked at through an O_PATH fd first, so a
+ * device or FIFO put in its place is never opened (opening some devices
+ * acts on them), and the file opened is that very inode. */
+static FILE *open_target_file(const char *path)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC), file = -1;
+	char self[64];
+	struct stat st;
+	FILE *in = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		file = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	}
+	close(fd);
+	if (file >= 0 && !(in = fdopen(file, "r")))
+		close(file);
+	return in;
+}
+
 /* The source of FILE as P sees it (its root, its working directory for a
  * relative name); NULL when it cannot be read. */
 static struct source_file *source_of(struct python_names *n, const struct python_proc *p,
@@ -985,7 +1008,7 @@ static struct source_file *source_of(struct python_names *n, const struct python
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/%s/%s", (int)p->pid, file[0] == '/' ? "root" : "cwd",
 		 file[0] == '/' ? file + 1 : file);
-	in = fopen(path, "re");
+	in = open_target_file(path);
 	if (in) {
 		size_t cap = 0;
 		char buf[65536];
