@@ -411,7 +411,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 
 	memset(out, 0, sizeof(*out));
 	out->addr = addr;
-	out->module = "[unknown]";
+	snprintf(out->module, sizeof(out->module), "[unknown]");
 	if (!p)
 		return;
 	i = map_index(p, look);
@@ -423,7 +423,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 		return;
 	m = &p->maps[i];
 	out->mapped = true;
-	out->module = m->path[0] ? base_name(m->path) : "[anon]";
+	snprintf(out->module, sizeof(out->module), "%s", m->path[0] ? base_name(m->path) : "[anon]");
 	if (m->path[0] != '/' || !m->ino)
 		return;
 	out->in_file = true;

@@ -22,7 +22,9 @@ struct native_frame {
 	uint64_t addr;
 	bool mapped;           /* in a mapping of the process */
 	bool in_file;          /* ... of a file (module, file_offset, dev/ino valid) */
-	const char *module;    /* the file's base name, or the mapping's name ("[vdso]") */
+	/* the file's base name, or the mapping's name ("[vdso]"): a copy, as
+	 * the next frame of a sample may read the mappings again */
+	char module[256];
 	uint64_t file_offset;  /* addr's offset in the file */
 	uint64_t dev, ino;     /* the file (makedev of /proc/PID/maps's major:minor) */
 	const char *function;  /* NULL when no symbol covers it */
@@ -34,7 +36,7 @@ void symbolizer_free(struct symbolizer *s);
 
 /* Resolves ADDR of PID. RETURN_ADDRESS: ADDR is where a call returns to
  * (every frame but the leaf), so the call itself, one byte before, is
- * what is named. Strings stay valid until symbolizer_free(). */
+ * what is named. OUT->function stays valid until symbolizer_free(). */
 void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return_address,
 		     struct native_frame *out);
 /* The kernel function holding ADDR, or NULL (kallsyms unreadable). */
