@@ -199,19 +199,29 @@ PY_INLINE __u64 py_current_frame(PY_CTX ctx, const struct py_layout *L, __u64 ts
 	return f;
 }
 
-/* A field of the frame in BUF; out of the buffer reads as 0. */
+/* A field of the frame in BUF; out of the buffer reads as 0. A code
+ * object is read from its co_firstlineno on, so its pointers sit at 4
+ * bytes past an 8-byte boundary: BPF loads them as they are (x86-64 and
+ * arm64 allow it), C copies them, as it may not load a misaligned
+ * pointer. */
+#ifdef __VMLINUX_H__
+#define PY_LOAD(type, p) (*(const type *)(p))
+#else
+#define PY_LOAD(type, p) ({ type v_; __builtin_memcpy(&v_, (p), sizeof(v_)); v_; })
+#endif
+
 PY_INLINE __u64 py_field64(const __u8 *buf, __u32 off)
 {
 	if (off > PY_SCRATCH_BYTES - 8)
 		return 0;
-	return *(const __u64 *)(buf + off);
+	return PY_LOAD(__u64, buf + off);
 }
 
 PY_INLINE __u32 py_field32(const __u8 *buf, __u32 off)
 {
 	if (off > PY_SCRATCH_BYTES - 4)
 		return 0;
-	return *(const __u32 *)(buf + off);
+	return PY_LOAD(__u32, buf + off);
 }
 
 PY_INLINE __u32 py_field8(const __u8 *buf, __u32 off)
