@@ -107,10 +107,12 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
 {
 	struct walk *w = dwfl_arg;
+	uint64_t off = addr - w->sp;
 
 	(void)dwfl;
-	if (addr >= w->sp && addr + sizeof(*result) <= w->sp + w->size) {
-		memcpy(result, w->stack + (addr - w->sp), sizeof(*result));
+	/* no sum that can wrap: a sample's sp may be anything */
+	if (addr >= w->sp && off < w->size && w->size - off >= sizeof(*result)) {
+		memcpy(result, w->stack + off, sizeof(*result));
 		return true;
 	}
 	/* below the stack pointer the live stack has moved on; past the
