@@ -92,7 +92,8 @@ void record_usage(FILE *out)
 "Profile (profile_stacks, profile_samples, profile_lost: pmetrics report DIR):\n"
 "      --sample[=HZ]        sample the target and its followed children on the\n"
 "                           CPU, HZ times a second per CPU (default %d, at most\n"
-"                           the kernel's perf_event_max_sample_rate): native,\n"
+"                           %d or the kernel's perf_event_max_sample_rate if\n"
+"                           lower): native,\n"
 "                           kernel and Python stacks (CPython 3.8-3.13), each\n"
 "                           with the span states whose probed function (native\n"
 "                           or py:) is on it. BPF where the kernel runs it on\n"
@@ -148,7 +149,7 @@ void record_usage(FILE *out)
 "duration, spans lost, and calls still open that gave no row. Needs root\n"
 "(CAP_BPF and CAP_PERFMON) and a kernel with BPF on uprobes; `pmetrics\n"
 "check` says what this kernel allows, and record runs the same check first.\n",
-		SAMPLER_DEFAULT_HZ, DEFAULT_RINGBUF_MB);
+		SAMPLER_DEFAULT_HZ, SAMPLER_MAX_HZ, DEFAULT_RINGBUF_MB);
 }
 
 #define usage(...) usage_error("record", __VA_ARGS__)

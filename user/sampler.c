@@ -109,11 +109,11 @@ enum sampler_path sampler_path(const struct sampler *s)
 unsigned int sampler_max_rate(void)
 {
 	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
-	unsigned int rate = 100000;
+	unsigned int rate = SAMPLER_MAX_HZ;
 
 	if (f) {
-		if (fscanf(f, "%u", &rate) != 1)
-			rate = 100000;
+		if (fscanf(f, "%u", &rate) != 1 || rate > SAMPLER_MAX_HZ)
+			rate = SAMPLER_MAX_HZ;
 		fclose(f);
 	}
 	return rate;
@@ -129,7 +129,7 @@ int sampler_parse_hz(const char *arg, unsigned int max_rate, unsigned int *hz, c
 		v = v * 10 + (unsigned long)(*p - '0');
 	if (p == arg || (*p && !(*p >= '0' && *p <= '9')) || v == 0 || v > max_rate) {
 		snprintf(err, errlen, "bad --sample '%s': give samples per second, a whole number "
-			 "from 1 to %u (the kernel's perf_event_max_sample_rate)", arg, max_rate);
+			 "from 1 to %u", arg, max_rate);
 		return -1;
 	}
 	*hz = (unsigned int)v;
