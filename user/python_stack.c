@@ -651,7 +651,7 @@ void python_source_qualname(const char *src, size_t len, int firstlineno, const 
 		kind = statement_name(lines[l], lines[l + 1], part, sizeof(part));
 		if (!kind)
 			continue;
-		snprintf(tmp, sizeof(tmp), "%s%s%s.", part, kind == 'd' ? ".<locals>" : "", prefix);
+		snprintf(tmp, sizeof(tmp), "%s%s.%s", part, kind == 'd' ? ".<locals>" : "", prefix);
 		snprintf(prefix, sizeof(prefix), "%s", tmp);
 	}
 	snprintf(out, outlen, "%s%s", prefix, name);
