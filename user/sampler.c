@@ -382,6 +382,28 @@ static int native_kept(struct sampler *s, const struct proc_state *p, const stru
 	return keep;
 }
 
+/* An off-CPU sample's kernel stack is taken inside the sched_switch
+ * tracepoint, so its leaf frames are the tracing machinery's (the BPF
+ * program, bpf_trace_run4, on some kernels __bpf_trace_sched_switch or
+ * __traceiter_sched_switch): how many, to leave them out. */
+static int machinery_frames(struct sampler *s, const struct raw_sample *r)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_",
+						"__traceiter_" };
+	int n = 0;
+
+	for (; n < r->n_kernel && n < SAMPLER_MAX_KERNEL; n++) {
+		const char *name = symbolizer_kernel(s->sym, r->kernel[n] - (n > 0));
+		bool machinery = false;
+
+		for (size_t k = 0; name && k < sizeof(prefixes) / sizeof(prefixes[0]); k++)
+			machinery |= strncmp(name, prefixes[k], strlen(prefixes[k])) == 0;
+		if (!machinery)
+			break;
+	}
+	return n;
+}
+
 /* Builds the frames of R (root first) into s->frames; returns how many,
  * with the span states in STATES. */
 static int build_stack(struct sampler *s, const struct raw_sample *r, const char **states,
@@ -390,7 +412,7 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 	struct native_frame *nf = s->native;
 	struct proc_state *p = sampler_proc(s, r->pid);
 	bool with_python = p && p->kind == PROC_PYTHON && r->n_py > 0;
-	int n = 0, keep;
+	int n = 0, keep, first_kernel = machinery_frames(s, r);
 
 	*n_states = 0;
 	/* 3.8-3.10 name a thread by its pthread: the tid's place in it is
@@ -411,7 +433,7 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 				add_state(states, n_states, s->matches[k].state);
 	}
 	for (int i = (r->n_kernel < SAMPLER_MAX_KERNEL ? r->n_kernel : SAMPLER_MAX_KERNEL) - 1;
-	     i >= 0 && n < MAX_FRAMES; i--) {
+	     i >= first_kernel && n < MAX_FRAMES; i--) {
 		uint64_t addr = r->kernel[i] - (i > 0);
 		const char *name = symbolizer_kernel(s->sym, addr);
 		char *buf = (char *)put_frame(s, &n);
