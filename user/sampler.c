@@ -508,6 +508,25 @@ static void keep_pending(struct sampler *s, const struct raw_sample *r, const ch
 	memcpy(p->spans, states, (size_t)n_states * sizeof(*states));
 }
 
+/* BPF: a thread sampled again (on the CPU, or going off it once more)
+ * was back on the CPU before, so an off-CPU sample of it still waiting
+ * for that return will never get it. Under load the sched_switch program
+ * now and then does not see a thread come back (its wait would then last
+ * until the end of the capture): such a sample is dropped and counted,
+ * as its weight is not known. One ring keeps one thread's records in
+ * order; the perf_event_open path has a ring per CPU and no such gap. */
+static void drop_unseen_ends(struct sampler *s, pid_t tid, uint64_t seen_ns)
+{
+	for (size_t i = 0; i < s->n_pending;) {
+		if (s->pending[i].tid != tid || s->pending[i].out_ns >= seen_ns) {
+			i++;
+			continue;
+		}
+		profile_writer_lost(s->w, PROFILE_LOSS_OFF_CPU_END_UNSEEN, 1);
+		s->pending[i] = s->pending[--s->n_pending];
+	}
+}
+
 void sampler_add(struct sampler *s, const struct raw_sample *r)
 {
 	const char *states[SPAN_MAX_STATES];
@@ -516,6 +535,8 @@ void sampler_add(struct sampler *s, const struct raw_sample *r)
 
 	if (s->cfg.held && r->pid == s->cfg.pid)
 		return; /* pmetrics' own code before the target's exec */
+	if (s->cfg.use_bpf)
+		drop_unseen_ends(s, r->tid, r->mono_ns);
 	if (r->n_user < 0 && r->n_kernel <= 0 && r->n_py <= 0)
 		profile_writer_lost(s->w, PROFILE_LOSS_STACK_UNREADABLE, 1);
 	n = build_stack(s, r, states, &n_states);
