@@ -855,12 +855,32 @@ static size_t put_utf8(char *out, uint32_t cp)
 
 /* A str object of PID as UTF-8 (compact strings only: every name and
  * file name a code object holds is one). NULL when unreadable. */
+/* A str's LENGTH code points (KIND bytes each) as UTF-8 into OUT. A
+ * lone surrogate (a file name decoded with surrogateescape) becomes
+ * U+FFFD. Returns -1 when one is no character at all (past U+10FFFF, or
+ * not ASCII in a str that says it is): the memory is no str any more, as
+ * when a module's code was freed between a sample and this read. */
+static int decode_str(const uint8_t *data, int64_t length, uint32_t kind, bool ascii, char *out)
+{
+	size_t at = 0;
+
+	for (int64_t i = 0; i < length; i++) {
+		uint32_t cp = kind == 1 ? data[i] : kind == 2 ? ((const uint16_t *)data)[i]
+							    : ((const uint32_t *)data)[i];
+
+		if (cp > 0x10ffff || (ascii && cp >= 0x80))
+			return -1;
+		at += put_utf8(out + at, cp >= 0xd800 && cp <= 0xdfff ? 0xfffd : cp);
+	}
+	out[at] = '\0';
+	return 0;
+}
+
 static char *read_str(pid_t pid, uint64_t addr, const struct code_layout *c)
 {
 	uint8_t head[80], *data;
 	int64_t length;
 	uint32_t state, kind;
-	size_t at = 0;
 	char *out;
 
 	if (c->compact_size > sizeof(head) ||
@@ -877,17 +897,12 @@ static char *read_str(pid_t pid, uint64_t addr, const struct code_layout *c)
 	out = malloc((size_t)length * 4 + 1);
 	if (!data || !out ||
 	    python_read_memory(pid, data, (size_t)length * kind,
-			       addr + (state >> 6 & 1 ? c->ascii_size : c->compact_size)) != 0) {
+			       addr + (state >> 6 & 1 ? c->ascii_size : c->compact_size)) != 0 ||
+	    decode_str(data, length, kind, state >> 6 & 1, out) != 0) {
 		free(data);
 		free(out);
 		return NULL;
 	}
-	for (int64_t i = 0; i < length; i++) {
-		uint32_t cp = kind == 1 ? data[i] : kind == 2 ? ((uint16_t *)data)[i] : ((uint32_t *)data)[i];
-
-		at += put_utf8(out + at, cp);
-	}
-	out[at] = '\0';
 	free(data);
 	return out;
 }
