@@ -18,6 +18,8 @@
 # - span states: samples inside a probed function carry its state, the
 #   others none;
 # - pmetrics report's folded totals equal the samples written;
+# - a single-threaded program's on-CPU and off-CPU time add up to its run
+#   time;
 # - a libpython stripped as the robot's image strips it names the same
 #   Python frames;
 # - bad --sample values: one line, exit 2, nothing created.
@@ -92,6 +94,19 @@ folded_equals_samples() {
 	if [ "$n" -gt 0 ] && [ "$total" -eq "$n" ]; then t_pass; else t_fail "folded total $total, $n samples"; fi
 }
 
+# time_adds_up NAME OUT: a single-threaded target's on-CPU and off-CPU time
+# add up to its run time ("target exited after"), within 10 %: no wait
+# counted twice, none left open until the end.
+time_adds_up() {
+	local ran total
+	t_begin "$1.time"
+	ran=$(sed -n 's/^pmetrics: target exited after \([0-9.]*\)s.*/\1/p' "$2.err")
+	total=$(awk -F, '{ w += $5 } END { printf "%.3f", w / 1e9 }' "$2/profile_samples")
+	if [ -n "$ran" ] && awk -v r="$ran" -v t="$total" 'BEGIN { exit !(t > 0.9 * r && t < 1.1 * r) }'
+	then t_pass; echo "    on+off ${total}s, ran ${ran}s"
+	else t_fail "on+off ${total}s, ran ${ran}s"; fi
+}
+
 # ---- Python ----------------------------------------------------------------------
 # python_shares TAG PY WAY [LIBDIR]: the 60/30/10 burn, sampled by WAY;
 # with LIBDIR the interpreter loads the libpython found there. Leaves the
@@ -145,9 +160,10 @@ python_tests() {
 	fi
 
 	out=$(fresh_dir)
-	if capture "$tag.span" "$out" -- --sample="$HZ" --probe IN_SPAN=py:sample_prog:in_span -- \
+	if capture "$tag.span" "$out" -- --sample="$HZ" --off-cpu --probe IN_SPAN=py:sample_prog:in_span -- \
 		"$py" "$PROG" span "$SECONDS_SHORT"; then
 		expect_check "$tag.span.states" spans "$out" IN_SPAN in_span outside_span
+		time_adds_up "$tag.span" "$out"
 	fi
 }
 
@@ -174,9 +190,10 @@ native_tests() {
 	fi
 
 	out=$(fresh_dir)
-	if capture "sample_burn.span" "$out" -- --sample="$HZ" --probe "IN_SPAN=$PROGS/sample_burn:in_span" -- \
+	if capture "sample_burn.span" "$out" -- --sample="$HZ" --off-cpu --probe "IN_SPAN=$PROGS/sample_burn:in_span" -- \
 		"$PROGS/sample_burn" span "$SECONDS_SHORT"; then
 		expect_check "sample_burn.span.states" spans "$out" IN_SPAN in_span outside_span
+		time_adds_up "sample_burn.span" "$out"
 	fi
 }
 
