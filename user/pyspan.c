@@ -4,7 +4,7 @@
  * version, loads bpf/pyspan.bpf.c with the probe table as read-only data
  * and attaches where a timed function can be seen:
  *
- *   coroutine steps from C   every version   PyGen_am_send (3.10+) or
+ *   coroutine steps from C   every version   PyIter_Send (3.10+) or
  *                                            _PyGen_Send; send, throw, close
  *   coroutine deallocation   every version   gen_dealloc
  *   coroutine creation       3.12+           _Py_MakeCoro
