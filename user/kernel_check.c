@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -196,6 +197,43 @@ static int try_program(const char *prog, bool attach)
 	return ok;
 }
 
+/* Removing a uprobe waits for the kernel's grace periods (0.1-0.2 s on
+ * this project's machine): the test probe is taken down in a thread of
+ * its own, beside the capture's start rather than before it. */
+struct uprobe_teardown {
+	struct kernel_probe_bpf *skel;
+	struct bpf_link *link;
+	pthread_t thread;
+	bool running;
+};
+static struct uprobe_teardown teardown;
+
+static void *teardown_run(void *arg)
+{
+	struct uprobe_teardown *t = arg;
+
+	bpf_link__destroy(t->link);
+	kernel_probe_bpf__destroy(t->skel);
+	return NULL;
+}
+
+static void teardown_start(struct kernel_probe_bpf *skel, struct bpf_link *link)
+{
+	kernel_check_release();
+	teardown.skel = skel;
+	teardown.link = link;
+	teardown.running = link && pthread_create(&teardown.thread, NULL, teardown_run, &teardown) == 0;
+	if (!teardown.running)
+		teardown_run(&teardown);
+}
+
+void kernel_check_release(void)
+{
+	if (teardown.running)
+		pthread_join(teardown.thread, NULL);
+	teardown.running = false;
+}
+
 /* A uprobe on kernel_check_uprobe_target, in this process only: does it
  * load, attach and fire? */
 static int try_uprobe(void)
@@ -216,8 +254,7 @@ static int try_uprobe(void)
 				     sizeof(hits), 0);
 		ok = hits > 0;
 	}
-	bpf_link__destroy(link);
-	kernel_probe_bpf__destroy(skel);
+	teardown_start(skel, link);
 	return ok;
 }
 

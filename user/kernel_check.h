@@ -43,8 +43,10 @@ struct kernel_facts {
 	bool initial_userns;   /* in the initial user namespace, where those count */
 };
 
-/* Probes the kernel; bpf_loader_init() must have run. */
+/* Probes the kernel; bpf_loader_init() must have run. The test uprobe
+ * is removed in the background; kernel_check_release() waits for that. */
 void kernel_check_probe(struct kernel_facts *f);
+void kernel_check_release(void);
 /* What each capability is on these facts. */
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX]);
 /* "native spans", ... */

@@ -803,6 +803,7 @@ int record_run(const struct record_opts *opts)
 out:
 	output_dir_close(s->out);
 	teardown(s);
+	kernel_check_release();
 	free(s);
 	return ret;
 }
