@@ -121,6 +121,11 @@ for v in 3.10 3.11 3.12 3.13; do
 			dec=$(minus "${s[decorator-$kind]}" "${s[untraced-$kind]}")
 			note=""
 			[ "${w%%:*}" = coroutines ] && [ "${w#*:}" = timed-call ] && continue
+			if [ -z "${s[$key]}" ]; then
+				printf '  %-7s %-9s %-11s %-14s %10s\n' "$v" $lib "${w%%:*}" "${w#*:}" \
+					"refused (pmetrics cannot hook this build so; see record -v)"
+				continue
+			fi
 			printf '  %-7s %-9s %-11s %-14s %10.0f %12s %12s%s\n' "$v" $lib "${w%%:*}" "${w#*:}" "$added" \
 				"$(ratio "$added" "$dec")" "$(ratio "$added" "$floor_added")" "$note"
 		done
@@ -176,4 +181,34 @@ for v in 3.10 3.11 3.12 3.13; do
 			"$(ratio "${w[$lib/unrun]}" "${w[untraced]}")"
 	done
 	unset w
+done
+
+# ---- detaching --------------------------------------------------------------------
+# exit_lag PY LIBDIR HOOK: ms from the target's last line (its wall clock
+# as it exits) to pmetrics' own exit, or to the shell's when untraced.
+exit_lag() {
+	local py=$1 libdir=$2 hook=$3 last end
+	local -a cmd=("$py" -c 'import time; print(repr(time.time()), flush=True)')
+	rm -rf "$out/rec"
+	if [ "$hook" = untraced ]; then last=$("${cmd[@]}")
+	else last=$(pm "$libdir" --python-hook "$hook" --preset robot-server -- "${cmd[@]}" 2>/dev/null); fi
+	end=$(date +%s.%N)
+	awk -v a="$last" -v b="$end" 'BEGIN { printf "%.0f", (b - a) * 1000 }'
+}
+
+echo
+echo "Exit after the target: ms from its last line to pmetrics' exit (median of $rounds; untraced: to the shell's)"
+for v in 3.10 3.12; do
+	py=$(interpreter $v)
+	[ -n "$py" ] || continue
+	declare -A e=()
+	for _ in $(seq 1 "$rounds"); do
+		for h in untraced coroutines calls; do e[$h]+="$(exit_lag "$py" "" $h) "; done
+	done
+	printf '  %-7s' "$v"
+	for h in untraced coroutines calls; do
+		printf '  %s %s ms' "$h" "$(echo ${e[$h]} | tr ' ' '\n' | median)"
+	done
+	echo
+	unset e
 done

@@ -2,12 +2,14 @@
 /* The BPF object life cycle; see bpf_loader.h. */
 #include "bpf_loader.h"
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -291,9 +293,126 @@ int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *
 
 void bpf_links_destroy(struct bpf_links *l)
 {
+	for (int i = l->n_fds - 1; i >= 0; i--)
+		close(l->fds[i]);
 	for (int i = l->n - 1; i >= 0; i--)
 		bpf_link__destroy(l->links[i]);
 	free(l->links);
 	l->links = NULL;
-	l->n = l->cap = 0;
+	l->n = l->cap = l->n_fds = l->n_groups = 0;
+}
+
+/* ---- multi-uprobe links ------------------------------------------------------ */
+
+/* The kernel's attach type and flag (Linux 6.6), newer than the uapi
+ * headers and libbpf this builds with. */
+#define PM_TRACE_UPROBE_MULTI 48
+#define PM_F_UPROBE_MULTI_RETURN 1u
+
+/* BPF_LINK_CREATE's attributes for a multi-uprobe link, laid out as the
+ * kernel's union bpf_attr lays them out. */
+struct uprobe_multi_attr {
+	__u32 prog_fd, target_fd, attach_type, flags;
+	__u64 path, offsets, ref_ctr_offsets, cookies;
+	__u32 cnt, multi_flags, pid;
+};
+
+static bool use_uprobe_multi;
+
+void bpf_loader_set_uprobe_multi(bool on)
+{
+	use_uprobe_multi = on;
+}
+
+bool bpf_loader_uprobe_multi(void)
+{
+	return use_uprobe_multi;
+}
+
+void bpf_loader_prepare_uprobes(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	if (!use_uprobe_multi)
+		return;
+	bpf_object__for_each_program(prog, obj)
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+			bpf_program__set_expected_attach_type(
+				prog, (enum bpf_attach_type)PM_TRACE_UPROBE_MULTI);
+}
+
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
+			  int pid)
+{
+	union bpf_attr attr;
+	struct uprobe_multi_attr *a = (struct uprobe_multi_attr *)&attr;
+	int fd;
+
+	_Static_assert(sizeof(struct uprobe_multi_attr) <= sizeof(union bpf_attr),
+		       "multi-uprobe attributes fit in union bpf_attr");
+	memset(&attr, 0, sizeof(attr));
+	a->prog_fd = (__u32)prog_fd;
+	a->attach_type = PM_TRACE_UPROBE_MULTI;
+	a->path = (__u64)(uintptr_t)path;
+	a->offsets = (__u64)(uintptr_t)offsets;
+	a->cnt = (__u32)n;
+	a->multi_flags = ret ? PM_F_UPROBE_MULTI_RETURN : 0;
+	a->pid = pid > 0 ? (__u32)pid : 0;
+	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+static struct uprobe_group *group_of(struct bpf_links *l, struct bpf_program *prog, bool ret)
+{
+	for (int i = 0; i < l->n_groups; i++)
+		if (l->groups[i].prog == prog && l->groups[i].ret == ret)
+			return &l->groups[i];
+	if (l->n_groups == (int)(sizeof(l->groups) / sizeof(l->groups[0])))
+		return NULL;
+	l->groups[l->n_groups] = (struct uprobe_group){ .prog = prog, .ret = ret };
+	return &l->groups[l->n_groups++];
+}
+
+int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, bool ret, const char *path,
+		     __u64 offset, int pid, const char *what)
+{
+	struct uprobe_group *g;
+
+	if (!use_uprobe_multi)
+		return bpf_links_add(l, bpf_program__attach_uprobe(prog, ret, pid, path,
+								   (size_t)offset),
+				     what);
+	g = group_of(l, prog, ret);
+	if (!g || g->n == (int)(sizeof(g->offsets) / sizeof(g->offsets[0]))) {
+		fprintf(stderr, "pmetrics: cannot attach %s: too many uprobes for one link\n", what);
+		return -E2BIG;
+	}
+	g->offsets[g->n++] = offset;
+	return 0;
+}
+
+int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char *what)
+{
+	int err = 0;
+
+	for (int i = 0; !err && i < l->n_groups; i++) {
+		struct uprobe_group *g = &l->groups[i];
+		int fd = bpf_uprobe_multi_link(bpf_program__fd(g->prog), path, g->offsets, g->n,
+					       g->ret, pid);
+
+		if (fd >= 0 && l->n_fds == (int)(sizeof(l->fds) / sizeof(l->fds[0]))) {
+			close(fd);
+			fd = -E2BIG;
+		}
+		if (fd < 0) {
+			err = fd;
+			fprintf(stderr, "pmetrics: cannot attach %s (%d %s of %s): %s\n", what, g->n,
+				g->ret ? "uretprobes" : "uprobes", bpf_program__name(g->prog),
+				strerror(-err));
+		} else {
+			l->fds[l->n_fds++] = fd;
+		}
+	}
+	l->n_groups = 0;
+	return err;
 }

@@ -60,10 +60,23 @@ int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *w
 /* Loads OBJ. Returns 0, or -errno after a one-line error naming WHAT. */
 int bpf_loader_load(struct bpf_object *obj, const char *what);
 
-/* The links of one object, destroyed together (newest first). */
+/* Uprobes of one program waiting to be attached as one multi-uprobe link. */
+struct uprobe_group {
+	struct bpf_program *prog;
+	bool ret;
+	int n;
+	__u64 offsets[8];
+};
+
+/* The links of one object, destroyed together (newest first); multi-uprobe
+ * links are raw fds (libbpf 1.1 has no API for them). */
 struct bpf_links {
 	struct bpf_link **links;
 	int n, cap;
+	int fds[8];
+	int n_fds;
+	struct uprobe_group groups[8];
+	int n_groups;
 };
 
 /* Keeps LINK, the result of a bpf_program__attach*() call: 0, or -errno
@@ -72,5 +85,25 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what);
 /* Attaches PROG where its SEC() says (tracepoints, iterators). */
 int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what);
 void bpf_links_destroy(struct bpf_links *l);
+
+/* Multi-uprobe links (Linux 6.6): every offset of one program in one
+ * link, taken down with one wait for the kernel's grace periods where
+ * single uprobes wait once each (about 0.1 s apiece here). Whether this
+ * kernel has them is probed by kernel_check and set here; an object whose
+ * uprobes are attached by bpf_links_uprobe() is prepared for it before
+ * load. */
+void bpf_loader_set_uprobe_multi(bool on);
+bool bpf_loader_uprobe_multi(void);
+void bpf_loader_prepare_uprobes(struct bpf_object *obj);
+/* BPF_LINK_CREATE of a multi-uprobe link: an fd, or -errno. */
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
+			  int pid);
+/* A uprobe (RET: uretprobe) of PROG at OFFSET in PATH, for PID (-1: every
+ * process): attached now, or with multi-uprobe links queued until
+ * bpf_links_commit(), which attaches each program's queue as one link.
+ * 0, or -errno after a one-line error naming WHAT. */
+int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, bool ret, const char *path,
+		     __u64 offset, int pid, const char *what);
+int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char *what);
 
 #endif

@@ -334,6 +334,7 @@ int check_main(int argc, char **argv)
 	ret = caps[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING ||
 	      caps[CAP_PYTHON_SPANS].state == CAPABILITY_MISSING ||
 	      caps[CAP_CHILDREN].state == CAPABILITY_MISSING ? EXIT_RUNTIME : 0;
+	kernel_check_release();
 	free(t);
 	return ret;
 }

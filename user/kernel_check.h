@@ -40,13 +40,17 @@ struct kernel_facts {
 	 * bpf() failed so (EPERM: not privileged where it counts) or it could
 	 * not be tried (not root). */
 	int bpf_syscall, uprobe, cookie, ringbuf, raw_tp, task_iter, perf_event_bpf, perf_events;
+	/* multi-uprobe links (6.6); PMETRICS_TEST_NO_UPROBE_MULTI=1 says no */
+	int uprobe_multi;
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
 	bool initial_userns;   /* in the initial user namespace, where those count */
 };
 
-/* Probes the kernel; bpf_loader_init() must have run. */
+/* Probes the kernel; bpf_loader_init() must have run. The test uprobe
+ * is removed in the background; kernel_check_release() waits for that. */
 void kernel_check_probe(struct kernel_facts *f);
+void kernel_check_release(void);
 /* What each capability is on these facts. */
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX]);
 /* "native spans", ... */

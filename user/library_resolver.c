@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Finding a target's executable and libraries; see library_resolver.h. */
 #include "library_resolver.h"
+#include "whole_file.h"
 #include "elf_symbols.h"
 
 #include <ctype.h>
@@ -618,33 +619,19 @@ static bool take_cached(const char *path, void *arg)
 
 #define CACHE_MAX (64u << 20) /* far more than any real ld.so.cache */
 
-/* The target's /etc/ld.so.cache, when it is a regular file (a FIFO put
- * there would block the read forever), read with pread rather than
- * mapped (the target may truncate it under us, and a mapped page past
- * the new end faults). */
+/* The target's /etc/ld.so.cache (whole_file_read: it is the target's to
+ * change under us). */
 static bool search_cache(struct search *s)
 {
-	char canon[PATH_MAX], *buf = NULL;
-	struct stat st;
+	char canon[PATH_MAX], *buf;
 	bool found = false;
-	size_t got = 0;
+	size_t got;
 	int fd = open_in_root(s->root, "/etc/ld.so.cache", READ_FLAGS, canon, sizeof(canon));
 
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size <= CACHE_MAX)
-		buf = malloc((size_t)st.st_size);
-	while (buf && got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* cut short since: what was read is looked at */
-		got += (size_t)n;
-	}
-	if (got)
+	buf = whole_file_read(fd, CACHE_MAX, &got);
+	if (buf)
 		found = ld_cache_lookup(buf, got, s->name, take_cached, s) == 0;
 	free(buf);
 	close(fd);

@@ -4,7 +4,7 @@
  * version, loads bpf/pyspan.bpf.c with the probe table as read-only data
  * and attaches where a timed function can be seen:
  *
- *   coroutine steps from C   every version   PyGen_am_send (3.10+) or
+ *   coroutine steps from C   every version   PyIter_Send (3.10+) or
  *                                            _PyGen_Send; send, throw, close
  *   coroutine deallocation   every version   gen_dealloc
  *   coroutine creation       3.12+           _Py_MakeCoro
@@ -265,9 +265,7 @@ static int attach_point(struct pyspan *p, const char *prog, bool ret, const char
 
 	snprintf(what, sizeof(what), "a %s to %s in %s", ret ? "uretprobe" : "uprobe", symbol,
 		 p->interp.name);
-	return bpf_links_add(&p->links, bpf_program__attach_uprobe(program, ret, p->attach_pid,
-								    p->interp.path, (size_t)offset),
-			     what);
+	return bpf_links_uprobe(&p->links, program, ret, p->interp.path, offset, p->attach_pid, what);
 }
 
 /* The probes of one hook point; one not in this build is skipped. */
@@ -396,9 +394,11 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	p->obj = open_build(p);
 	if (!p->obj)
 		return -EINVAL;
+	bpf_loader_prepare_uprobes(p->obj);
 	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->obj, WHAT)))
 		return rc;
-	if ((rc = attach_hooks(p)))
+	if ((rc = attach_hooks(p)) ||
+	    (rc = bpf_links_commit(&p->links, p->interp.path, p->attach_pid, WHAT)))
 		return rc;
 	if ((rc = span_engine_attach(p->obj, &p->links)))
 		return rc;

@@ -2,6 +2,7 @@
 /* Interpreter discovery for Python spans: which file holds the frame
  * evaluation function, and which CPython version it is. */
 #include "python_elf.h"
+#include "whole_file.h"
 #include "elf_symbols.h"
 
 #include <errno.h>
@@ -64,32 +65,19 @@ int python_version_from_abi_tag(const char *bytes, size_t len, int *major, int *
 }
 
 /* The interpreter may be the target's own file (a container's, one it can
- * rewrite): a FIFO in its place must not block us, and it is read with
- * pread rather than mapped, as a mapped file truncated under us faults. */
+ * rewrite): read as whole_file_read() reads. */
 #define INTERP_MAX (1u << 30) /* far more than any libpython */
 
 int python_version_from_file(const char *path, int *major, int *minor, bool *free_threaded)
 {
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), rc = -1;
-	size_t got = 0;
-	struct stat st;
-	char *buf = NULL;
+	size_t got;
+	char *buf;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size <= INTERP_MAX)
-		buf = malloc((size_t)st.st_size);
-	while (buf && got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	if (got)
+	buf = whole_file_read(fd, INTERP_MAX, &got);
+	if (buf)
 		rc = python_version_from_abi_tag(buf, got, major, minor, free_threaded);
 	free(buf);
 	close(fd);

@@ -148,6 +148,11 @@ static int check_kernel(struct session *s)
 
 	kernel_check_probe(&f);
 	kernel_check_capabilities(&f, caps);
+	bpf_loader_set_uprobe_multi(f.uprobe_multi == 1);
+	if (o->verbose)
+		fprintf(stderr, "pmetrics: Python uprobes %s\n",
+			f.uprobe_multi == 1 ? "in multi-uprobe links (one per program)"
+					    : "one link each (no multi-uprobe links here)");
 	if ((has_probes(o, PROBE_NATIVE) && caps[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING) ||
 	    (has_probes(o, PROBE_PYTHON) && caps[CAP_PYTHON_SPANS].state == CAPABILITY_MISSING)) {
 		say_capability(caps, has_probes(o, PROBE_NATIVE) ? CAP_NATIVE_SPANS : CAP_PYTHON_SPANS);
@@ -878,6 +883,7 @@ int record_run(const struct record_opts *opts)
 out:
 	output_dir_close(s->out);
 	teardown(s);
+	kernel_check_release();
 	free(s);
 	return ret;
 }

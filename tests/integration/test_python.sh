@@ -323,6 +323,16 @@ for minor in 8 9 10 11 12 13; do
 	check_children "$minor" "$py" "$tag"
 done
 
+# Kernels without multi-uprobe links (before 6.6, as Debian's 6.1) get
+# one link per uprobe: the same rows either way.
+for minor in 10 12; do
+	py=$(interpreter "3.$minor")
+	[ -n "$py" ] || continue
+	PMETRICS_TEST_NO_UPROBE_MULTI=1 check_timed "py3$minor.single_links" "$py" "$minor" launch coroutines
+	expect_ok "py3$minor.single_links.said" "-v does not say the uprobes are one link each" \
+		grep -q "^pmetrics: Python uprobes one link each" "$(ls -t "$T_TMP"/out.*.err | head -n 1)"
+done
+
 # Debian's own interpreter: static, stripped, non-PIE, no libpython,
 # built with LTO (its coroutine steps go through PyIter_Send).
 if [ -x /usr/bin/python3.11 ]; then
