@@ -18,6 +18,7 @@
 #include "elf_symbols.h"
 #include "python_elf.h"
 #include "symbolizer.h"
+#include "whole_file.h"
 
 int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr)
 {
@@ -977,27 +978,26 @@ static const char *str_at(struct python_names *n, const struct python_proc *p, u
 	return s->value;
 }
 
+#define SOURCE_MAX (64u << 20) /* a larger source goes unread */
+
 /* PATH, a file of the target, opened for reading only when it is a
  * regular file: its type is looked at through an O_PATH fd first, so a
  * device or FIFO put in its place is never opened (opening some devices
  * acts on them), and the file opened is that very inode. */
-static FILE *open_target_file(const char *path)
+static int open_target_file(const char *path)
 {
 	int fd = open(path, O_PATH | O_CLOEXEC), file = -1;
 	char self[64];
 	struct stat st;
-	FILE *in = NULL;
 
 	if (fd < 0)
-		return NULL;
+		return -1;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 		file = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	}
 	close(fd);
-	if (file >= 0 && !(in = fdopen(file, "r")))
-		close(file);
-	return in;
+	return file;
 }
 
 /* The source of FILE as P sees it (its root, its working directory for a
@@ -1009,7 +1009,7 @@ static struct source_file *source_of(struct python_names *n, const struct python
 	struct source_file *f;
 	struct slot *s;
 	char path[4352];
-	FILE *in;
+	int fd;
 
 	for (const char *c = file; *c; c++)
 		key = (key ^ (uint8_t)*c) * 1099511628211ull;
@@ -1023,26 +1023,10 @@ static struct source_file *source_of(struct python_names *n, const struct python
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/%s/%s", (int)p->pid, file[0] == '/' ? "root" : "cwd",
 		 file[0] == '/' ? file + 1 : file);
-	in = open_target_file(path);
-	if (in) {
-		size_t cap = 0;
-		char buf[65536];
-		size_t got;
-
-		while ((got = fread(buf, 1, sizeof(buf), in)) > 0 && f->len < (64u << 20)) {
-			char *grown;
-
-			if (f->len + got + 1 > cap) {
-				cap = (f->len + got + 1) * 2;
-				grown = realloc(f->text, cap);
-				if (!grown)
-					break;
-				f->text = grown;
-			}
-			memcpy(f->text + f->len, buf, got);
-			f->len += got;
-		}
-		fclose(in);
+	fd = open_target_file(path);
+	if (fd >= 0) {
+		f->text = whole_file_read(fd, SOURCE_MAX, &f->len);
+		close(fd);
 	}
 	table_set(&n->sources, s, f);
 	return f;
