@@ -62,10 +62,10 @@ endif
 DYN_LIBS := -lbpf -lelf -ljson-c -llzma -lz -lm -lpthread
 
 BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
-# The span tracers are built a second time with PMETRICS_NO_BTF: without
-# a single CO-RE relocation, for kernels with no BTF at all (the loader
-# picks the build; see bpf/span.bpf.c).
-NOBTF_TRACERS := span pyspan
+# The span tracers and the sampler are built a second time with
+# PMETRICS_NO_BTF: without a single CO-RE relocation, for kernels with no
+# BTF at all (the loader picks the build; see bpf/span.bpf.c).
+NOBTF_TRACERS := span pyspan sampler
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS)) \
 	$(patsubst %,$(OUT)/bpf/%_nobtf.bpf.o,$(NOBTF_TRACERS))
 SKELS := $(patsubst $(OUT)/bpf/%.bpf.o,$(OUT)/%.skel.h,$(BPF_OBJS))
@@ -143,7 +143,7 @@ $(OUT)/asan/tests/test_%: tests/unit/test_%.c $(ASAN_LIB_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) -o $@ $^ -lcmocka $(DYN_LIBS)
 
-include mk/progs.mk mk/resources.mk mk/analyze.mk mk/profile.mk mk/arch.mk mk/robot.mk
+include mk/progs.mk mk/resources.mk mk/analyze.mk mk/profile.mk mk/sampler.mk mk/arch.mk mk/robot.mk
 
 # ---- entry points ------------------------------------------------------
 deps:

@@ -77,7 +77,7 @@ robot: deps
 	@echo "copy $(ROBOT_OUT)/pmetrics to the robot (e.g. scp it to /usr/local/bin/), then run it as root"
 robot-bin:
 	$(Q)$(MAKE) --no-print-directory OUT=$(ROBOT_OUT) ARCH_UNAME=aarch64 CC=$(ROBOT_TOOLS)gcc \
-		ANALYZE_SIMDJSON=0 PM_LDFLAGS=-static LIBS="-lbpf -lelf -ljson-c -lprotobuf-c -llzma -lz -lm -lpthread" \
+		ANALYZE_SIMDJSON=0 PM_LDFLAGS=-static LIBS="-lbpf -ldw -lelf -ljson-c -lprotobuf-c -llzma -lbz2 -lz -lm -lpthread" \
 		$(ROBOT_OUT)/pmetrics.unstripped
 	$(Q)$(ROBOT_TOOLS)objcopy --only-keep-debug $(ROBOT_OUT)/pmetrics.unstripped $(ROBOT_OUT)/pmetrics.debug
 	$(Q)$(ROBOT_TOOLS)strip -o $(ROBOT_OUT)/pmetrics $(ROBOT_OUT)/pmetrics.unstripped

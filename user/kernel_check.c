@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -303,6 +304,34 @@ static int try_perf_events(void)
 	return 1;
 }
 
+/* A BPF program on a perf event (a CPU clock of this process): loads and
+ * attaches where the kernel has CONFIG_BPF_EVENTS. */
+static int try_perf_event_program(void)
+{
+	struct kernel_probe_bpf *skel = open_probe("probe_perf_event");
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = 10000000,
+		.disabled = 1,
+	};
+	struct bpf_link *link = NULL;
+	int fd = -1, ok = 0;
+
+	if (skel && kernel_probe_bpf__load(skel) == 0)
+		fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0) {
+		link = bpf_program__attach_perf_event(skel->progs.probe_perf_event, fd);
+		ok = link != NULL;
+		if (!link)
+			close(fd);
+	}
+	bpf_link__destroy(link);
+	kernel_probe_bpf__destroy(skel);
+	return ok;
+}
+
 void kernel_check_probe(struct kernel_facts *f)
 {
 	struct utsname u;
@@ -329,7 +358,7 @@ void kernel_check_probe(struct kernel_facts *f)
 		return;
 	}
 	f->ringbuf = probed(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
-	f->perf_event_bpf = probed(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL));
+	f->perf_event_bpf = try_perf_event_program();
 	kernel_check_release();
 	f->uprobe = try_uprobe(&f->uprobe_multi);
 	f->cookie = try_program("probe_cookie", false);
@@ -347,6 +376,7 @@ const char *capability_name(enum capability c)
 		[CAP_CHILDREN] = "following children",
 		[CAP_SPAN_CONTEXT] = "span context",
 		[CAP_RESOURCES] = "resource series",
+		[CAP_SAMPLING] = "CPU sampling",
 	};
 
 	return (unsigned)c < CAP_MAX ? names[c] : "?";
@@ -509,6 +539,44 @@ static void resources_report(const struct kernel_facts *f, struct capability_rep
 	snprintf(r->why, sizeof(r->why), "read from /proc, not by the BPF task iterator: %s", why);
 }
 
+/* BPF on perf events where the kernel runs it (PMETRICS_TEST_PERF_FALLBACK=1
+ * makes pmetrics act as where it does not, for the tests); else
+ * perf_event_open alone, if the kernel has perf events at all. */
+static void sampling_report(const struct kernel_facts *f, struct capability_report *r)
+{
+	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_BPF_EVENTS" };
+	const char *test = getenv("PMETRICS_TEST_PERF_FALLBACK");
+	char why[600] = "", off[256] = "";
+
+	if (f->perf_events != 1) {
+		if (f->opt_perf_events == 'n')
+			snprintf(why, sizeof(why), "no perf events: CONFIG_PERF_EVENTS is not set (in %s)",
+				 f->config_source);
+		else
+			snprintf(why, sizeof(why), "perf_event_open refused a software clock: %s",
+				 f->perf_events < 0 ? strerror(-f->perf_events) : "not supported");
+		return set(r, CAPABILITY_MISSING, why);
+	}
+	if (test && strcmp(test, "1") == 0) {
+		snprintf(why, sizeof(why), "PMETRICS_TEST_PERF_FALLBACK=1");
+	} else if (f->perf_event_bpf == 1) {
+		return set(r, CAPABILITY_OK, "bpf");
+	} else {
+		basic_why(f, why, sizeof(why));
+		if (!why[0] && f->config_source[0])
+			unset_options(f, chain, 2, off, sizeof(off));
+		if (!why[0] && off[0])
+			snprintf(why, sizeof(why), "no BPF on perf events: %s not set (in %s)", off,
+				 f->config_source);
+		else if (!why[0])
+			snprintf(why, sizeof(why), "the kernel refused a BPF program on a perf event "
+				 "(it needs CONFIG_BPF_EVENTS)");
+	}
+	r->state = CAPABILITY_DEGRADED;
+	snprintf(r->why, sizeof(r->why), "perf fallback: perf_event_open in user space, Python "
+		 "stacks read just after each sample: %s", why);
+}
+
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX])
 {
 	/* both tracers need the same: uprobes, cookies, the ring buffer and
@@ -526,6 +594,7 @@ void kernel_check_capabilities(const struct kernel_facts *f, struct capability_r
 		set(&out[CAP_CHILDREN], CAPABILITY_OK, "");
 	context_report(f, &out[CAP_NATIVE_SPANS], &out[CAP_SPAN_CONTEXT]);
 	resources_report(f, &out[CAP_RESOURCES]);
+	sampling_report(f, &out[CAP_SAMPLING]);
 }
 
 void capability_format(const struct capability_report *r, char *out, size_t len)
@@ -533,7 +602,7 @@ void capability_format(const struct capability_report *r, char *out, size_t len)
 	static const char *const states[] = { "ok", "degraded", "missing" };
 
 	if (r->state == CAPABILITY_OK)
-		snprintf(out, len, "ok");
+		snprintf(out, len, r->why[0] ? "ok: %s" : "ok", r->why);
 	else
 		snprintf(out, len, "%s: %s", states[r->state], r->why);
 }

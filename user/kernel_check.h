@@ -17,6 +17,7 @@ enum capability {
 	CAP_CHILDREN,      /* following the target's children */
 	CAP_SPAN_CONTEXT,  /* robot_context_resources */
 	CAP_RESOURCES,     /* system_resource_data, memory_series_data */
+	CAP_SAMPLING,      /* --sample, --off-cpu: BPF, or the perf_event_open fallback */
 	CAP_MAX,
 };
 
@@ -24,7 +25,8 @@ enum capability_state { CAPABILITY_OK, CAPABILITY_DEGRADED, CAPABILITY_MISSING }
 
 struct capability_report {
 	enum capability_state state;
-	char why[768]; /* degraded: what is lost; missing: why, naming options */
+	char why[768]; /* degraded: what is lost; missing: why, naming options;
+			* ok: which way, where there are two ("bpf") */
 };
 
 /* A kernel option as its config says: 'y', 'm', 'n' (not set), or '?'

@@ -25,6 +25,7 @@
 #include "pyspan.h"
 #include "pyspan_config.h"
 #include "resources.h"
+#include "sampler.h"
 #include "sd_notify.h"
 #include "span.h"
 #include "span_resources.h"
@@ -57,6 +58,8 @@ struct session {
 	bool follow_children;
 	bool span_context;      /* robot_context_resources */
 	bool resources_procfs;  /* the series from /proc, not BPF */
+	struct sampler *sampler; /* --sample, --off-cpu */
+	bool sampling_bpf;      /* by BPF, else perf_event_open */
 };
 
 uint64_t pmetrics_start_ns;
@@ -114,6 +117,26 @@ static bool has_probes(const struct record_opts *o, enum probe_kind kind)
 	return false;
 }
 
+static bool sampling(const struct record_opts *o)
+{
+	return o->sample_hz || o->off_cpu;
+}
+
+/* --sample, --off-cpu: by BPF, else by perf_event_open (said once). */
+static int check_sampling(struct session *s, const struct capability_report *caps)
+{
+	if (!sampling(s->opts))
+		return 0;
+	if (caps[CAP_SAMPLING].state == CAPABILITY_MISSING) {
+		say_capability(caps, CAP_SAMPLING);
+		return -1;
+	}
+	s->sampling_bpf = caps[CAP_SAMPLING].state == CAPABILITY_OK;
+	if (!s->sampling_bpf)
+		say_capability(caps, CAP_SAMPLING);
+	return 0;
+}
+
 /* The check `pmetrics check` prints, in its words: what was asked for
  * and this kernel cannot do fails now; what it can do only in part is
  * said once and done that way. */
@@ -149,7 +172,7 @@ static int check_kernel(struct session *s)
 	s->resources_procfs = o->resources && caps[CAP_RESOURCES].state != CAPABILITY_OK;
 	if (s->resources_procfs)
 		say_capability(caps, CAP_RESOURCES);
-	return 0;
+	return check_sampling(s, caps);
 }
 
 /* Makes and opens the output directory before anything starts, so a bad
@@ -603,6 +626,56 @@ static void read_engines(struct session *s)
 	}
 }
 
+/* ---- CPU sampling ----------------------------------------------------- */
+
+/* Opens and starts the sampler before a launched command is let go, so
+ * its first instructions are sampled too. */
+static int sampling_start(struct session *s)
+{
+	const struct record_opts *o = s->opts;
+	struct sampler_config c = {
+		.hz = o->sample_hz,
+		.off_cpu = o->off_cpu,
+		.pid = s->target.pid,
+		.held = s->target.launched,
+		.view = &s->target.view,
+		.follow_children = o->follow_children,
+		.probes = o->probes,
+		.n_probes = o->n_probes,
+		.output_dir = o->output_dir,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.verbose = o->verbose,
+		.use_bpf = s->sampling_bpf,
+	};
+
+	if (!sampling(o))
+		return 0;
+	return sampler_open(&s->sampler, &c) || sampler_start(s->sampler) ? -1 : 0;
+}
+
+/* Stops the sampler and says what it took; returns 1 when rows were
+ * not written, else 0. */
+static int sampling_finish(struct session *s)
+{
+	int err;
+
+	if (!s->sampler)
+		return 0;
+	err = sampler_stop(s->sampler);
+	sampler_summary(s->sampler, stderr);
+	if (err)
+		cli_error("writing the profile in %s failed: %s", s->opts->output_dir, strerror(-err));
+	sampler_close(s->sampler);
+	s->sampler = NULL;
+	return err ? 1 : 0;
+}
+
+static void sampling_discard(struct session *s)
+{
+	sampler_discard(s->sampler);
+	s->sampler = NULL;
+}
+
 /* ---- session --------------------------------------------------------- */
 
 static int start_target(struct session *s)
@@ -647,7 +720,7 @@ static int setup(struct session *s)
 		return -1;
 	}
 	wall_clock_sync(&s->clock);
-	if (open_csv(s) || resources_start(s))
+	if (open_csv(s) || resources_start(s) || sampling_start(s))
 		return -1;
 	cli_verbose(o->verbose, "probes live %.1f ms after start",
 		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
@@ -691,7 +764,7 @@ static int setup_resources_only(struct session *s)
 
 	if (check_privileges() || init_loader(o) || check_kernel(s) ||
 	    make_output_dir(s, o->output_dir) || (has_target(s) && start_target(s)) ||
-	    resources_start(s))
+	    resources_start(s) || sampling_start(s))
 		return -1;
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
 		cli_error("%s", err);
@@ -706,7 +779,7 @@ static int setup_resources_only(struct session *s)
  * arriving just before it still cuts it short. */
 static void wait_for_next_poll(struct session *s, uint64_t end, const sigset_t *unblocked)
 {
-	uint64_t now = monotonic_ns(), until = resource_sampler_next_due_ns(s->res);
+	uint64_t now = monotonic_ns(), until = s->res ? resource_sampler_next_due_ns(s->res) : UINT64_MAX;
 	struct pollfd pfd = { .fd = s->target.pidfd, .events = POLLIN };
 	struct timespec ts = { 0, 0 };
 
@@ -748,6 +821,7 @@ static int run_resources_only(struct session *s)
 	const char *why;
 
 	if (setup_resources_only(s)) {
+		sampling_discard(s);
 		resources_discard(s);
 		remove_created_dirs(s);
 		return 1;
@@ -758,7 +832,7 @@ static int run_resources_only(struct session *s)
 	stop_launched_command(s);
 	fprintf(stderr, "pmetrics: %s after %.2fs\n", why,
 		(double)(monotonic_ns() - started) / 1e9);
-	return resources_finish(s);
+	return resources_finish(s) | sampling_finish(s);
 }
 
 int record_run(const struct record_opts *opts)
@@ -781,6 +855,7 @@ int record_run(const struct record_opts *opts)
 	}
 	if (setup(s)) {
 		ret = 1;
+		sampling_discard(s);
 		csv_file_discard(s->csv);
 		s->csv = NULL;
 		resources_discard(s);
@@ -802,7 +877,7 @@ int record_run(const struct record_opts *opts)
 	if (s->write_error)
 		report_write_error(s);
 	ret = s->write_error ? 1 : 0;
-	if (resources_finish(s))
+	if (resources_finish(s) | sampling_finish(s))
 		ret = 1;
 	csv_file_close(s->csv);
 out:

@@ -42,6 +42,8 @@ struct record_opts {
 	const char *resource_filters[32];
 	int n_resource_filters;
 	double resource_interval_s; /* 0: from env/default */
+	unsigned int sample_hz;     /* --sample[=HZ]: CPU samples per second, 0: off */
+	bool off_cpu;               /* --off-cpu */
 };
 
 /* Parses argv (argv[0] = "record"). Returns 0, or EXIT_USAGE after

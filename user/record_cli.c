@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "resources.h"
 #include "python_probe.h"
+#include "sampler.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -88,6 +89,20 @@ void record_usage(FILE *out)
 "                           Under systemd (Type=notify) READY=1 is sent once\n"
 "                           everything is attached.\n"
 "\n"
+"Profile (profile_stacks, profile_samples, profile_lost: pmetrics report DIR):\n"
+"      --sample[=HZ]        sample the target and its followed children on the\n"
+"                           CPU, HZ times a second per CPU (default %d, at most\n"
+"                           %d or the kernel's perf_event_max_sample_rate if\n"
+"                           lower): native,\n"
+"                           kernel and Python stacks (CPython 3.8-3.13), each\n"
+"                           with the span states whose probed function (native\n"
+"                           or py:) is on it. BPF where the kernel runs it on\n"
+"                           perf events, else perf_event_open (pmetrics check:\n"
+"                           CPU sampling). Probes are optional\n"
+"      --off-cpu            also record the time threads wait off the CPU, with\n"
+"                           the stack where they went off (a suspended\n"
+"                           coroutine's wait is its event loop's, not its own)\n"
+"\n"
 "Session:\n"
 "  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h), from 1ms\n"
 "                           to 8760h (1 year); default: until Ctrl-C,\n"
@@ -134,7 +149,7 @@ void record_usage(FILE *out)
 "duration, spans lost, and calls still open that gave no row. Needs root\n"
 "(CAP_BPF and CAP_PERFMON) and a kernel with BPF on uprobes; `pmetrics\n"
 "check` says what this kernel allows, and record runs the same check first.\n",
-		DEFAULT_RINGBUF_MB);
+		SAMPLER_DEFAULT_HZ, SAMPLER_MAX_HZ, DEFAULT_RINGBUF_MB);
 }
 
 #define usage(...) usage_error("record", __VA_ARGS__)
@@ -209,7 +224,8 @@ static int parse_ringbuf(const char *arg, uint64_t *bytes)
 }
 
 enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
-       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR, OPT_PYTHON_HOOK };
+       OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR, OPT_PYTHON_HOOK,
+       OPT_SAMPLE, OPT_OFF_CPU };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -228,6 +244,8 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "process-filter", required_argument, NULL, OPT_FILTER },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* bench only */
+	{ "sample", optional_argument, NULL, OPT_SAMPLE },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -329,6 +347,14 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
+	case OPT_SAMPLE:
+		o->sample_hz = SAMPLER_DEFAULT_HZ;
+		if (arg && sampler_parse_hz(arg, sampler_max_rate(), &o->sample_hz, err, sizeof(err)))
+			return usage("%s", err);
+		return 0;
+	case OPT_OFF_CPU:
+		o->off_cpu = true;
+		return 0;
 	case OPT_RESOURCES:
 	case OPT_INTERVAL:
 	case OPT_FILTER:
@@ -366,9 +392,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		o->command = &argv[optind];
 	if (o->pid && o->command)
 		return usage("give either --pid or a command after --, not both");
-	if (!o->pid && !o->command && (!o->resources || o->n_probes))
+	if (!o->pid && !o->command && (!o->resources || o->n_probes || o->sample_hz || o->off_cpu))
 		return usage("no target: give --pid PID or -- COMMAND [ARGS...]");
-	if (o->n_probes == 0 && !o->resources)
+	if (o->n_probes == 0 && !o->resources && !o->sample_hz && !o->off_cpu)
 		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
 	ret = check_resource_options(o);
 	if (!o->output_dir)

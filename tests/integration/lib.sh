@@ -104,3 +104,24 @@ expect_error() {
 	elif [ -n "$absent" ] && [ -e "$absent" ]; then t_fail "left $absent behind"
 	else t_pass; fi
 }
+
+# ---- Python interpreters (test_python.sh, test_sample.sh) --------------------
+# interpreter VERSION: path of the pyenv interpreter, empty when absent.
+interpreter() {
+	local root
+	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
+}
+
+# stripped_copy MINOR: a directory holding the pyenv libpython3.MINOR
+# stripped as the robot's image strips it (.dynsym only), or empty.
+stripped_copy() {
+	local minor="$1" py lib dir
+	py=$(interpreter "3.$minor")
+	lib=$(dirname "$(dirname "$py")")/lib/libpython3.$minor.so.1.0
+	[ -f "$lib" ] || return 0
+	dir="$T_TMP/stripped3$minor"
+	mkdir -p "$dir"
+	strip --strip-unneeded -o "$dir/libpython3.$minor.so.1.0" "$lib" || return 0
+	echo "$dir"
+}

@@ -19,6 +19,8 @@ t_begin "check: every capability ok here, exit 0"
 "$PMETRICS" check >"$T_TMP/check" 2>"$T_TMP/check.err"; rc=$?
 bad=""
 for c in "${CAPS[@]}"; do [ "$(cap_line "$T_TMP/check" "$c")" = ok ] || bad+=" [$c]"; done
+# sampling has two ways, and says which
+[ "$(cap_line "$T_TMP/check" "CPU sampling")" = "ok: bpf" ] || bad+=" [CPU sampling]"
 if [ $rc -eq 0 ] && [ -z "$bad" ] && grep -q "config: /proc/config.gz, BTF: the kernel's own" "$T_TMP/check"
 then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/check" "$T_TMP/check.err")"; fi
 
@@ -28,11 +30,21 @@ if python3 - "$T_TMP/check.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 caps = d["capabilities"]
-assert list(caps) == ["native spans", "Python spans", "following children", "span context", "resource series"], caps
+assert list(caps) == ["native spans", "Python spans", "following children", "span context", "resource series",
+                      "CPU sampling"], caps
+assert caps["CPU sampling"]["detail"] == "bpf", caps
 assert all(c["state"] == "ok" for c in caps.values()), caps
 assert d["kernel"]["btf"] == "own" and d["kernel"]["config"] == "/proc/config.gz"
 PY
 then t_pass; else t_fail "$(head -c 400 "$T_TMP/check.json")"; fi
+
+t_begin "check as without BPF on perf events: sampling degraded to perf_event_open, the rest ok"
+PMETRICS_TEST_PERF_FALLBACK=1 "$PMETRICS" check >"$T_TMP/perf" 2>&1; rc=$?
+bad=""
+for c in "${CAPS[@]}"; do [ "$(cap_line "$T_TMP/perf" "$c")" = ok ] || bad+=" [$c]"; done
+if [ $rc -eq 0 ] && [ -z "$bad" ] &&
+	[[ "$(cap_line "$T_TMP/perf" "CPU sampling")" == "degraded: perf fallback: perf_event_open in user space"* ]]
+then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/perf")"; fi
 
 # ---- root of a user namespace of its own ----------------------------------------
 # Its capabilities do not count for bpf(), which says EPERM: the words

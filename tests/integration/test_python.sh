@@ -29,13 +29,6 @@ ANALYZE=ANALYZING_PROTOCOL
 CACHED=GETTING_CACHED_ANALYSIS
 ROBOT_PROBES=(--preset robot-server --probe CRUNCH=py:pmtest.work:crunch)
 
-# interpreter VERSION: path of the pyenv interpreter, empty when absent.
-interpreter() {
-	local root
-	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
-}
-
 # durations STATE FILE: the STATE rows' durations in ms, sorted, one line.
 durations() {
 	awk -F, -v s="$1" '$1 == s { printf "%d\n", $3 / 1000000 }' "$2" | sort -n | tr '\n' ' '
@@ -178,19 +171,6 @@ check_timed() {
 	else
 		t_fail "$(tail -n 1 <<<"$verdict")"
 	fi
-}
-
-# stripped_copy MINOR: a directory holding the pyenv libpython3.MINOR
-# stripped as the robot's image strips it (.dynsym only), or empty.
-stripped_copy() {
-	local minor="$1" py lib dir
-	py=$(interpreter "3.$minor")
-	lib=$(dirname "$(dirname "$py")")/lib/libpython3.$minor.so.1.0
-	[ -f "$lib" ] || return 0
-	dir="$T_TMP/stripped3$minor"
-	mkdir -p "$dir"
-	strip --strip-unneeded -o "$dir/libpython3.$minor.so.1.0" "$lib" || return 0
-	echo "$dir"
 }
 
 # ---- the robot server's preset --------------------------------------------------

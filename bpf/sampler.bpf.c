@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0
+/* CPU and off-CPU samples of the traced processes, with their native
+ * user stack, kernel stack and Python stack.
+ *
+ * On-CPU: a perf_event program on one software CPU clock event per CPU
+ * (every task on that CPU is seen; those of untraced processes return
+ * at once). Off-CPU: sched_switch; a traced thread going off the CPU is
+ * sampled there (its stack says why it waits), and when it comes back a
+ * small record gives the interval's end. Both records go into one ring
+ * buffer the loader polls on a timer (no wakeup per sample).
+ *
+ * The Python stack is walked here, at the sample, by the walker of
+ * include/python_walk.h, for processes the loader has found an
+ * interpreter in (py_procs). Everything else (symbols, Python names and
+ * lines, span states) is user space's (user/sampler.c).
+ *
+ * Processes are followed as the span tracers follow them (the same
+ * rules as bpf/span.bpf.c): by PID, children through the fork
+ * tracepoint. Built twice like the span tracers: with CO-RE, and with
+ * PMETRICS_NO_BTF for kernels without BTF, which reads no kernel struct
+ * (raw tracepoints, task pointers as plain values). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define PY_CTX void *
+#define PY_INLINE static __always_inline
+#define PY_READ(ctx, dst, size, addr) \
+	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
+#include "sampler_event.h"
+
+/* A sample is built here, then copied into the ring at its true size
+ * (most of the Python frame slots are empty). Two per CPU: sched_switch
+ * runs with interrupts off, but the two kinds never share one. */
+struct sample_scratch {
+	struct sampler_sample e;
+	__u8 stack[SAMPLER_STACK_COPY]; /* room for the copy after e.py[n_py] */
+	__u8 frame[PY_SCRATCH_BYTES]; /* the walker's read of one frame */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sample_scratch);
+} scratch SEC(".maps");
+
+/* Set by the loader before load. */
+const volatile bool follow_children = true;
+/* Wake the loader only once this much is queued (it polls on a timer). */
+const volatile __u64 wakeup_bytes = 1 << 20;
+/* Copy user registers and stack for DWARF unwinding: needs the kernel's
+ * own BTF (bpf_get_current_task_btf). */
+const volatile bool copy_stacks = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader */
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SAMPLER_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} traced_tgids SEC(".maps");
+
+/* Interpreter processes, filled by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
+
+/* The thread state last found for a thread (checked at every use). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32); /* tid */
+	__type(value, __u64);
+} py_threads SEC(".maps");
+
+/* Threads off the CPU since out_ns, by task pointer: the switch-in side
+ * of sched_switch has the task, not its id (without BTF it cannot read
+ * one). LRU: a thread that never comes back (it exited) gives way. */
+struct off_start {
+	__u64 out_ns;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct off_start);
+} off_starts SEC(".maps");
+
+/* Tasks past sched_process_exit: their last switch-out is not a wait. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} exiting SEC(".maps");
+
+static __always_inline void count(__u32 counter)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &counter);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline void trace_tgid(__u32 tgid)
+{
+	__u8 one = 1;
+
+	bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+}
+
+/* A forked child has its parent's address space: the same interpreter
+ * at the same address (until it execs). */
+static __always_inline void adopt_python(__u32 parent_tgid, __u32 tgid)
+{
+	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &parent_tgid);
+
+	if (p)
+		bpf_map_update_elem(&py_procs, &tgid, p, BPF_NOEXIST);
+}
+
+#ifndef PMETRICS_NO_BTF
+static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
+{
+	__u32 tgid = BPF_CORE_READ(child, tgid);
+
+	if (tgid != parent_tgid) {
+		trace_tgid(tgid);
+		adopt_python(parent_tgid, tgid);
+	}
+}
+
+static __always_inline bool adopted_current(__u32 tgid)
+{
+	return false;
+}
+
+static __always_inline void forget_child(struct task_struct *task) {}
+
+static __always_inline bool last_thread(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, signal, live.counter) == 0;
+}
+#else
+/* A child's tgid cannot be read at fork without BTF: its task pointer is
+ * remembered and the child recognised at its first sample or fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);   /* task_struct address */
+	__type(value, __u32); /* parent's tgid */
+} new_children SEC(".maps");
+
+static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
+{
+	__u64 key = (__u64)child;
+
+	bpf_map_update_elem(&new_children, &key, &parent_tgid, BPF_ANY);
+}
+
+static __always_inline bool adopted_current(__u32 tgid)
+{
+	__u64 key = bpf_get_current_task();
+	__u32 *parent = bpf_map_lookup_elem(&new_children, &key);
+
+	if (!parent)
+		return false;
+	adopt_python(*parent, tgid);
+	bpf_map_delete_elem(&new_children, &key);
+	trace_tgid(tgid);
+	return true;
+}
+
+static __always_inline void forget_child(struct task_struct *task)
+{
+	__u64 key = (__u64)task;
+
+	bpf_map_delete_elem(&new_children, &key);
+}
+
+static __always_inline bool last_thread(struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	return (__u32)id == id >> 32;
+}
+#endif
+
+static __always_inline bool traced(__u32 tgid)
+{
+	if (bpf_map_lookup_elem(&traced_tgids, &tgid))
+		return true;
+	return adopted_current(tgid);
+}
+
+static long find_step(__u32 i, void *ctx)
+{
+	return py_find_step(NULL, ctx);
+}
+
+static long walk_step(__u32 i, void *ctx)
+{
+	return py_walk_step(NULL, ctx);
+}
+
+/* The thread state of TID, from the cache when it still is its. */
+static __always_inline __u64 thread_state(const struct py_proc *p, __u32 tid)
+{
+	struct py_find find = { .L = &p->layout, .tid = tid };
+	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
+
+	if (cached && py_thread_state_is(NULL, &p->layout, *cached, tid))
+		return *cached;
+	find.ts = py_first_tstate(NULL, p);
+	bpf_loop(PY_MAX_THREADS, find_step, &find, 0);
+	if (find.found)
+		bpf_map_update_elem(&py_threads, &tid, &find.found, BPF_ANY);
+	return find.found;
+}
+
+/* The Python frames of thread TID of process TGID into S. */
+static __always_inline void python_stack(struct sample_scratch *s, __u32 tgid, __u32 tid)
+{
+	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .status = PY_WALK_OK };
+	__u64 ts;
+
+	s->e.n_py = 0;
+	if (!p) {
+		s->e.py_status = PY_WALK_NOT_PYTHON;
+		return;
+	}
+	ts = thread_state(p, tid);
+	if (!ts) {
+		s->e.py_status = PY_WALK_NO_THREAD;
+		return;
+	}
+	walk.L = &p->layout;
+	walk.frame = py_current_frame(NULL, &p->layout, ts);
+	if (!walk.frame) {
+		s->e.py_status = PY_WALK_IDLE;
+		return;
+	}
+	bpf_loop(PY_MAX_VISITED, walk_step, &walk, 0);
+	if (walk.frame && walk.status == PY_WALK_OK)
+		walk.status = PY_WALK_TRUNCATED;
+	s->e.n_py = walk.n;
+	s->e.py_status = walk.status;
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline int stack_frames(long bytes)
+{
+	return bytes < 0 ? (int)bytes : (int)(bytes / sizeof(__u64));
+}
+
+#ifndef PMETRICS_NO_BTF
+/* The user registers of the current task, in perf's order. */
+static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
+{
+#if defined(__TARGET_ARCH_x86)
+	out[0] = r->ax, out[1] = r->bx, out[2] = r->cx, out[3] = r->dx;
+	out[4] = r->si, out[5] = r->di, out[6] = r->bp, out[7] = r->sp, out[8] = r->ip;
+	out[9] = r->r8, out[10] = r->r9, out[11] = r->r10, out[12] = r->r11;
+	out[13] = r->r12, out[14] = r->r13, out[15] = r->r14, out[16] = r->r15;
+	return 17;
+#elif defined(__TARGET_ARCH_arm64)
+	for (int i = 0; i < 31; i++)
+		out[i] = r->regs[i];
+	out[31] = r->sp;
+	out[32] = r->pc;
+	return 33;
+#else
+	return 0;
+#endif
+}
+
+/* The top of the user stack after the Python frames: as much of
+ * SAMPLER_STACK_COPY as is mapped above the stack pointer. */
+static __always_inline void copy_stack(struct sample_scratch *s)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	__u8 *dst = (__u8 *)s->e.py;
+	__u64 sp;
+
+	s->e.n_regs = user_regs(regs, s->e.regs);
+	sp = s->e.regs[SAMPLER_REGS_SP];
+	for (__u32 len = SAMPLER_STACK_COPY; len >= 1024; len /= 2) {
+		if (bpf_probe_read_user(dst, len, (const void *)sp) == 0) {
+			s->e.stack_len = len;
+			return;
+		}
+	}
+}
+#else
+static __always_inline void copy_stack(struct sample_scratch *s) {}
+#endif
+
+/* One sample of the current thread, of a traced process TGID. */
+static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id)
+{
+	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
+	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
+	__u64 size;
+
+	if (!s)
+		return -1;
+	s->e.type = SAMPLER_REC_SAMPLE;
+	s->e.kind = kind;
+	s->e.time_ns = now;
+	s->e.pid = tgid;
+	s->e.tid = tid;
+	s->e.stack_len = 0;
+	s->e.n_regs = 0;
+	s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user), BPF_F_USER_STACK));
+	s->e.n_kernel = stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0));
+	python_stack(s, tgid, tid);
+	n_py = s->e.n_py;
+	if (n_py > PY_MAX_FRAMES)
+		n_py = PY_MAX_FRAMES;
+	if (copy_stacks && n_py == 0)
+		copy_stack(s);
+	size = offsetof(struct sampler_sample, py) + n_py * sizeof(struct py_frame_ref) +
+	       s->e.stack_len;
+	/* the bound the verifier needs, on the register it checks */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(s->e) + SAMPLER_STACK_COPY)
+		return -1;
+	if (bpf_ringbuf_output(&samples, &s->e, size, submit_flags())) {
+		count(SAMPLER_CNT_RINGBUF_FULL);
+		return -1;
+	}
+	return 0;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if (!tgid || !traced(tgid))
+		return 0;
+	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id);
+	return 0;
+}
+
+/* PREV (the current task) goes off the CPU, NEXT comes on. */
+static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct off_start *back = bpf_map_lookup_elem(&off_starts, &next);
+
+	if (back) {
+		struct sampler_switch_in *r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+
+		if (r) {
+			r->type = SAMPLER_REC_SWITCH_IN;
+			r->tid = back->tid;
+			r->out_ns = back->out_ns;
+			r->in_ns = now;
+			bpf_ringbuf_submit(r, submit_flags());
+		} else {
+			count(SAMPLER_CNT_RINGBUF_FULL);
+		}
+		bpf_map_delete_elem(&off_starts, &next);
+	}
+	if (!tgid || !traced(tgid))
+		return 0;
+	if (bpf_map_lookup_elem(&exiting, &prev)) {
+		bpf_map_delete_elem(&exiting, &prev);
+		return 0;
+	}
+	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id) == 0) {
+		struct off_start st = { .out_ns = now, .tid = (__u32)id };
+
+		bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY);
+	}
+	return 0;
+}
+
+/* sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next):
+ * the BTF tracepoint where the kernel has BTF, else the raw one. */
+#ifndef PMETRICS_NO_BTF
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_cpu_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, (__u64)prev, (__u64)next);
+}
+#endif
+
+SEC("raw_tp/sched_switch")
+int off_cpu_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	return on_switch(ctx, ctx->args[1], ctx->args[2]);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(sampler_task_exit, struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid(), key = (__u64)task;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u8 one = 1;
+
+	bpf_map_delete_elem(&py_threads, &tid);
+	forget_child(task);
+	if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
+		return 0;
+	bpf_map_update_elem(&exiting, &key, &one, BPF_ANY);
+	if (last_thread(task)) {
+		bpf_map_delete_elem(&traced_tgids, &tgid);
+		bpf_map_delete_elem(&py_procs, &tgid);
+	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(sampler_task_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (follow_children && traced(parent_tgid))
+		adopt_child(child, parent_tgid);
+	return 0;
+}
+
+/* A traced process replaced its program: its interpreter (if any) is
+ * gone; the loader looks at it again. */
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(sampler_task_exec)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sampler_exec *r;
+
+	if (!traced(tgid))
+		return 0;
+	bpf_map_delete_elem(&py_procs, &tgid);
+	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+	if (!r) {
+		count(SAMPLER_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	r->type = SAMPLER_REC_EXEC;
+	r->pid = tgid;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: MIT
+"""Checks of a capture's profile files for tests/integration/test_sample.sh
+and bench/sampling.sh. Reads DIR/profile_stacks and DIR/profile_samples
+(user/profile/capture.h) directly, so a fault of the sampler is not hidden
+by one of pmetrics report.
+
+    sample_check.py shares DIR KIND TOL NAME=PCT...
+        KIND samples' weight in stacks holding each NAME (a native frame
+        NAME or a Python frame "NAME (file:line)"), as a share of the
+        weight of the stacks holding any of them, within TOL points of PCT
+    sample_check.py chain DIR NAME...
+        some on-CPU stack holds the frames NAME... next to each other, in
+        this order, outermost first
+    sample_check.py spans DIR STATE INSIDE OUTSIDE
+        samples in INSIDE frames carry exactly STATE, samples in OUTSIDE
+        frames no state, and both kinds exist
+    sample_check.py names DIR
+        prints the sorted set of Python frame names (qualname and file
+        base name, no line) of on-CPU samples
+    sample_check.py lines DIR NAME FILE LINE...
+        every Python frame NAME of FILE is at one of the LINEs
+    sample_check.py pids DIR NAME
+        prints how many processes have samples with frame NAME
+"""
+import collections
+import os
+import sys
+
+
+def load(d):
+    stacks = {}
+    with open(os.path.join(d, "profile_stacks")) as f:
+        for line in f:
+            sid, frames = line.rstrip("\n").split(",", 1)
+            if frames.startswith('"'):
+                frames = frames[1:-1].replace('""', '"')
+            stacks[sid] = frames.split(";")
+    samples = []
+    with open(os.path.join(d, "profile_samples")) as f:
+        for line in f:
+            t, pid, tid, kind, weight, spans, sid = line.rstrip("\n").split(",")
+            samples.append((int(pid), kind, int(weight), spans, stacks[sid]))
+    return samples
+
+
+def frame_name(frame):
+    """NAME of a Python frame 'NAME (file:line)', or the native frame."""
+    return frame.split(" (", 1)[0] if frame.endswith(")") and " (" in frame else frame
+
+
+def holds(stack, name):
+    return any(frame_name(f) == name for f in stack)
+
+
+def shares(d, kind, tol, wants):
+    want = {w.split("=")[0]: float(w.split("=")[1]) for w in wants}
+    got = collections.Counter()
+    for _, k, weight, _, stack in load(d):
+        if k != kind:
+            continue
+        for name in want:
+            if holds(stack, name):
+                got[name] += weight
+    total = sum(got.values())
+    if not total:
+        print("no %s samples in %s" % (kind, " ".join(want)))
+        return 1
+    pct = {n: 100.0 * got[n] / total for n in want}
+    text = " ".join("%s=%.1f%%" % (n, pct[n]) for n in want)
+    bad = [n for n in want if abs(pct[n] - want[n]) > float(tol)]
+    print(("BAD " if bad else "") + text)
+    return 1 if bad else 0
+
+
+def chain(d, names):
+    for _, kind, _, _, stack in load(d):
+        py = [frame_name(f) for f in stack]
+        for i in range(len(py) - len(names) + 1):
+            if kind == "on-cpu" and py[i:i + len(names)] == names:
+                print("found: " + ";".join(stack))
+                return 0
+    print("no stack holds " + " -> ".join(names))
+    return 1
+
+
+def spans(d, state, inside, outside):
+    n_in = n_out = 0
+    for _, _, _, sp, stack in load(d):
+        if holds(stack, inside):
+            n_in += 1
+            if sp != state:
+                print("sample in %s has spans '%s'" % (inside, sp))
+                return 1
+        elif holds(stack, outside):
+            n_out += 1
+            if sp:
+                print("sample in %s has spans '%s'" % (outside, sp))
+                return 1
+    print("%d samples inside, %d outside" % (n_in, n_out))
+    return 0 if n_in and n_out else 1
+
+
+def names(d):
+    found = set()
+    for _, kind, _, _, stack in load(d):
+        for f in stack:
+            if kind == "on-cpu" and f.endswith(")") and " (" in f:
+                name, where = f[:-1].split(" (", 1)
+                found.add("%s (%s)" % (name, os.path.basename(where.rsplit(":", 1)[0])))
+    print("\n".join(sorted(found)))
+    return 0
+
+
+def lines(d, name, file, want):
+    seen = set()
+    for _, _, _, _, stack in load(d):
+        for f in stack:
+            if f.startswith(name + " (") and f.endswith(")"):
+                where = f[len(name) + 2:-1]
+                path, line = where.rsplit(":", 1)
+                if os.path.basename(path) == file:
+                    seen.add(line)
+    bad = seen - set(want)
+    print("lines of %s: %s" % (name, " ".join(sorted(seen))))
+    return 1 if bad or not seen else 0
+
+
+def pids(d, name):
+    print(len({pid for pid, _, _, _, stack in load(d) if holds(stack, name)}))
+    return 0
+
+
+def main():
+    cmd, d = sys.argv[1], sys.argv[2]
+    args = sys.argv[3:]
+    if cmd == "shares":
+        return shares(d, args[0], args[1], args[2:])
+    if cmd == "chain":
+        return chain(d, args)
+    if cmd == "spans":
+        return spans(d, *args)
+    if cmd == "names":
+        return names(d)
+    if cmd == "lines":
+        return lines(d, args[0], args[1], args[2:])
+    if cmd == "pids":
+        return pids(d, args[0])
+    print("unknown check " + cmd)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

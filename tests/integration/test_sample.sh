@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# timeout: 600
+# CPU and off-CPU sampling (record --sample, --off-cpu) against programs
+# whose profile is known: tests/progs/py/sample_prog.py under pyenv's
+# CPython 3.10, 3.12 and 3.13 (absent ones are skipped) and tests/progs/sample_burn
+# (C), each by BPF and by the perf_event_open fallback
+# (PMETRICS_TEST_PERF_FALLBACK=1, as on a kernel without BPF on perf events).
+#
+# What is checked, from the capture's own files (sample_check.py):
+# - CPU shares: heavy/medium/light burn 60/30/10 % of a 100 ms cycle; each
+#   share within TOL points of it (at 99 Hz for 10 s, ~1000 samples: the
+#   sampling error of a share is about 1.5 points, the rest is left for a
+#   loaded 2-core machine);
+# - off-CPU shares: a thread sleeps 300 ms in long_wait and 100 ms in
+#   short_wait, 75/25 % of its off-CPU time, within TOL points;
+# - a coroutine's await chain outer -> middle -> inner on one stack;
+# - span states: samples inside a probed function carry its state, the
+#   others none;
+# - pmetrics report's folded totals equal the samples written;
+# - a single-threaded program's on-CPU and off-CPU time add up to its run
+#   time;
+# - a libpython stripped as the robot's image strips it names the same
+#   Python frames;
+# - bad --sample values: one line, exit 2, nothing created.
+source "$ROOT/tests/integration/lib.sh"
+
+CHECK="$ROOT/tests/integration/sample_check.py"
+PROG="$ROOT/tests/progs/py/sample_prog.py"
+HZ=99
+TOL=5
+SECONDS_SHARES=10
+SECONDS_SHORT=4
+
+# capture NAME OUT [VAR=VALUE]... -- RECORD-ARGS...: `pmetrics record -v -o
+# OUT RECORD-ARGS` with each VAR=VALUE in its environment, as check
+# NAME.run; its stderr goes to OUT.err. Returns 1 when pmetrics failed.
+capture() {
+	local name="$1" out="$2" envs=()
+	shift 2
+	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	t_begin "$name.run"
+	if env ${envs[@]+"${envs[@]}"} "$PMETRICS" record -v -o "$out" "$@" >/dev/null 2>"$out.err"; then
+		t_pass
+		sed -n 's/^ *\(profile.*\)/    \1/p' "$out.err"
+		return 0
+	fi
+	t_fail "pmetrics failed: $(grep -v '^libbpf' "$out.err" | tail -n 2)"
+	return 1
+}
+
+# expect_check NAME CHECK-ARGS...: `sample_check.py CHECK-ARGS` passes; its
+# verdict is shown either way.
+expect_check() {
+	local name="$1" verdict
+	shift
+	t_begin "$name"
+	if verdict=$(python3 "$CHECK" "$@" 2>&1); then
+		t_pass
+		head -n 1 <<<"$verdict" | cut -c 1-300 | sed 's/^/    /'
+	else
+		t_fail "$(tail -n 1 <<<"$verdict")"
+	fi
+}
+
+# expect_source NAME OUT WAY: the capture's summary says it was taken by WAY.
+expect_source() {
+	t_begin "$1.source"
+	if grep -q "taken by $3" "$2.err"; then t_pass; else t_fail "not taken by $3: $(grep 'taken by' "$2.err")"; fi
+}
+
+# source_env WAY: the environment that makes pmetrics sample by WAY.
+source_env() {
+	if [ "$1" = perf ]; then echo PMETRICS_TEST_PERF_FALLBACK=1; else echo PMETRICS_TEST_PERF_FALLBACK=0; fi
+}
+
+# source_name WAY: how the summary names WAY.
+source_name() {
+	if [ "$1" = perf ]; then echo perf_event_open; else echo BPF; fi
+}
+
+# folded_equals_samples NAME OUT: pmetrics report's folded counts add up to
+# the samples in the capture.
+folded_equals_samples() {
+	local rep total n
+	rep=$(fresh_dir)
+	t_begin "$1.folded"
+	if ! "$PMETRICS" report "$2" --format folded -o "$rep" >/dev/null 2>"$rep.err"; then
+		t_fail "report failed: $(tail -n 1 "$rep.err")"; return
+	fi
+	total=$(awk '{ n += $NF } END { print n + 0 }' "$rep/profile.folded")
+	n=$(wc -l <"$2/profile_samples")
+	if [ "$n" -gt 0 ] && [ "$total" -eq "$n" ]; then t_pass; else t_fail "folded total $total, $n samples"; fi
+}
+
+# time_adds_up NAME OUT: a single-threaded target's on-CPU and off-CPU time
+# add up to its run time ("target exited after"), within 10 %: no wait
+# counted twice, none left open until the end.
+time_adds_up() {
+	local ran total
+	t_begin "$1.time"
+	ran=$(sed -n 's/^pmetrics: target exited after \([0-9.]*\)s.*/\1/p' "$2.err")
+	total=$(awk -F, '{ w += $5 } END { printf "%.3f", w / 1e9 }' "$2/profile_samples")
+	if [ -n "$ran" ] && awk -v r="$ran" -v t="$total" 'BEGIN { exit !(t > 0.9 * r && t < 1.1 * r) }'
+	then t_pass; echo "    on+off ${total}s, ran ${ran}s"
+	else t_fail "on+off ${total}s, ran ${ran}s"; fi
+}
+
+# ---- Python ----------------------------------------------------------------------
+# python_shares TAG PY WAY [LIBDIR]: the 60/30/10 burn, sampled by WAY;
+# with LIBDIR the interpreter loads the libpython found there. Leaves the
+# capture's directory in LAST_OUT.
+python_shares() {
+	local tag="$1" py="$2" way="$3" libdir="${4:-}" out
+	out=$(fresh_dir)
+	LAST_OUT="$out"
+	capture "$tag" "$out" "$(source_env "$way")" ${libdir:+LD_LIBRARY_PATH="$libdir"} -- \
+		--sample="$HZ" -- "$py" "$PROG" shares "$SECONDS_SHARES" || return 1
+	expect_source "$tag" "$out" "$(source_name "$way")"
+	expect_check "$tag.shares" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+}
+
+# program_names OUT: the sorted Python frames of sample_prog.py in a capture.
+program_names() { python3 "$CHECK" names "$1" | grep '(sample_prog.py)$'; }
+
+python_tests() {
+	local minor="$1" py tag out stripped names_full names_stripped way
+	py=$(interpreter "3.$minor")
+	tag="py3$minor"
+	if [ -z "$py" ]; then t_begin "$tag"; t_skip "no pyenv CPython 3.$minor"; return; fi
+
+	for way in bpf perf; do
+		python_shares "$tag.$way" "$py" "$way" || continue
+		[ "$way" = bpf ] && names_full=$(program_names "$LAST_OUT")
+		[ "$way" = bpf ] && folded_equals_samples "$tag.$way" "$LAST_OUT"
+	done
+
+	stripped=$(stripped_copy "$minor")
+	if [ -z "$stripped" ]; then
+		t_begin "$tag.stripped"; t_skip "no libpython3.$minor.so.1.0 beside $py to strip"
+	elif python_shares "$tag.stripped" "$py" bpf "$stripped"; then
+		names_stripped=$(program_names "$LAST_OUT")
+		t_begin "$tag.stripped.names"
+		if [ -n "$names_full" ] && [ "$names_full" = "$names_stripped" ]; then t_pass
+		else t_fail "stripped: $(echo $names_stripped) / not stripped: $(echo $names_full)"; fi
+	fi
+
+	for way in bpf perf; do
+		out=$(fresh_dir)
+		capture "$tag.$way.offcpu" "$out" "$(source_env "$way")" -- --sample="$HZ" --off-cpu -- \
+			"$py" "$PROG" block "$SECONDS_SHARES" || continue
+		expect_check "$tag.$way.offcpu.shares" shares "$out" off-cpu "$TOL" long_wait=75 short_wait=25
+		expect_check "$tag.$way.offcpu.oncpu" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+	done
+
+	out=$(fresh_dir)
+	if capture "$tag.coro" "$out" -- --sample="$HZ" -- "$py" "$PROG" coro "$SECONDS_SHORT"; then
+		expect_check "$tag.coro.chain" chain "$out" Worker.outer Worker.middle Worker.inner
+	fi
+
+	out=$(fresh_dir)
+	if capture "$tag.span" "$out" -- --sample="$HZ" --off-cpu --probe IN_SPAN=py:sample_prog:in_span -- \
+		"$py" "$PROG" span "$SECONDS_SHORT"; then
+		expect_check "$tag.span.states" spans "$out" IN_SPAN in_span outside_span
+		time_adds_up "$tag.span" "$out"
+	fi
+}
+
+# ---- native ----------------------------------------------------------------------
+native_tests() {
+	local bin out way
+	for bin in sample_burn sample_burn-nofp; do
+		for way in bpf perf; do
+			out=$(fresh_dir)
+			capture "$bin.$way" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
+				"$PROGS/$bin" shares "$SECONDS_SHARES" || continue
+			expect_source "$bin.$way" "$out" "$(source_name "$way")"
+			expect_check "$bin.$way.shares" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+		done
+	done
+	folded_equals_samples "sample_burn.perf" "$out"
+
+	# --off-cpu alone: the waits, no CPU samples
+	out=$(fresh_dir)
+	if capture "sample_burn.offcpu" "$out" -- --off-cpu -- "$PROGS/sample_burn" block "$SECONDS_SHORT"; then
+		expect_check "sample_burn.offcpu.shares" shares "$out" off-cpu "$TOL" long_wait=75 short_wait=25
+		t_begin "sample_burn.offcpu.only"
+		if ! grep -q ',on-cpu,' "$out/profile_samples"; then t_pass; else t_fail "on-CPU samples without --sample"; fi
+	fi
+
+	out=$(fresh_dir)
+	if capture "sample_burn.span" "$out" -- --sample="$HZ" --off-cpu --probe "IN_SPAN=$PROGS/sample_burn:in_span" -- \
+		"$PROGS/sample_burn" span "$SECONDS_SHORT"; then
+		expect_check "sample_burn.span.states" spans "$out" IN_SPAN in_span outside_span
+		time_adds_up "sample_burn.span" "$out"
+	fi
+}
+
+# ---- bad input ---------------------------------------------------------------------
+bad_input() {
+	local v n=0
+	for v in 0 100000 abc 99x '' -5; do
+		n=$((n + 1))
+		expect_error "bad --sample='$v'" 2 "bad --sample '$v': give samples per second, a whole number from 1 to [0-9]+ \(see pmetrics record --help\)$" \
+			-x "$T_TMP/never.$n" -- "$PMETRICS" record -o "$T_TMP/never.$n" --sample="$v" -- /bin/true
+	done
+	expect_error "--sample without a target" 2 "no target" -x "$T_TMP/never.target" -- \
+		"$PMETRICS" record -o "$T_TMP/never.target" --sample
+}
+
+bad_input
+if [ "$(id -u)" -ne 0 ]; then t_begin sampling; t_skip "needs root"; exit 0; fi
+if [ ! -x "$PROGS/sample_burn" ]; then t_fail "no $PROGS/sample_burn: make check builds it"; exit 0; fi
+native_tests
+python_tests 10
+python_tests 12
+python_tests 13

@@ -1,0 +1,749 @@
+// SPDX-License-Identifier: MIT
+/* The sampler's session: its thread, the processes it has seen, naming
+ * frames, span states, the profile writer; see sampler.h. The samples
+ * themselves come from a source (sampler_source.h). */
+#include "sampler.h"
+#include "sampler_source.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "elf_symbols.h"
+#include "profile/profile_writer.h"
+#include "span_event.h"
+#include "pyspan_config.h"
+#include "python_probe.h"
+#include "sampler_unwind.h"
+#include "symbolizer.h"
+#include "wall_clock.h"
+
+/* A process without an interpreter after this long is a native one. */
+#define PROC_SETTLE_NS 1000000000ull
+#define PROC_LOOK_EVERY_NS 50000000ull
+#define FLUSH_EVERY_NS 1000000000ull
+#define FRAME_TEXT 512
+#define SPAN_MAX_STATES SPAN_MAX_PROBES
+#define MAX_FRAMES (SAMPLER_MAX_USER + SAMPLER_MAX_KERNEL + PY_MAX_FRAMES)
+/* The largest stacks a source hands over. */
+#define SAMPLER_MAX_USER 127
+#define SAMPLER_MAX_KERNEL 64
+/* Switch-ins seen before their switch-out (the perf path's per-CPU
+ * rings), kept this long. */
+#define EARLY_INS 256
+
+/* A probe as a span state on a stack. */
+struct span_match {
+	const char *state;
+	bool python;
+	uint64_t ino, function_offset; /* native */
+	struct pyspan_probe_cfg py;    /* python: qualname and file suffixes */
+};
+
+/* An off-CPU sample waiting for its thread to come back. */
+struct pending_off {
+	pid_t pid, tid;
+	uint64_t out_ns, stack_id;
+	int n_spans;
+	const char *spans[SPAN_MAX_STATES];
+};
+
+struct early_in {
+	pid_t tid;
+	uint64_t in_ns;
+};
+
+struct sampler {
+	struct sampler_config cfg;
+	struct sample_source *src;
+	struct profile_writer *w;
+	struct symbolizer *sym;
+	struct python_names *names;
+	struct unwinder *unw;
+	struct wall_clock clock;
+	uint64_t period_ns;
+
+	struct span_match matches[SPAN_MAX_STATES];
+	int n_matches;
+
+	struct proc_state *procs;
+	size_t n_procs, cap_procs;
+
+	struct pending_off *pending;
+	size_t n_pending, cap_pending;
+	struct early_in early[EARLY_INS];
+	size_t n_early;
+
+	pthread_t thread;
+	bool running;
+	atomic_bool stopping;
+	int write_error;
+	uint64_t last_flush_ns, stopped_ns;
+
+	/* counts for the summary */
+	uint64_t on_cpu, off_cpu, with_python, procs_seen;
+
+	/* one sample's frames, root first */
+	struct native_frame native[SAMPLER_MAX_USER];
+	uint64_t dwarf[SAMPLER_MAX_USER];
+	char text[MAX_FRAMES][FRAME_TEXT];
+	const char *frames[MAX_FRAMES];
+};
+
+const struct sampler_config *sampler_config(const struct sampler *s)
+{
+	return &s->cfg;
+}
+
+enum sampler_path sampler_path(const struct sampler *s)
+{
+	return s->cfg.use_bpf ? SAMPLER_PATH_BPF : SAMPLER_PATH_PERF;
+}
+
+/* ---- --sample=HZ ------------------------------------------------------------ */
+
+unsigned int sampler_max_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned int rate = SAMPLER_MAX_HZ;
+
+	if (f) {
+		if (fscanf(f, "%u", &rate) != 1 || rate > SAMPLER_MAX_HZ)
+			rate = SAMPLER_MAX_HZ;
+		fclose(f);
+	}
+	return rate;
+}
+
+int sampler_parse_hz(const char *arg, unsigned int max_rate, unsigned int *hz, char *err,
+		     size_t errlen)
+{
+	unsigned long v = 0;
+	const char *p = arg;
+
+	for (; *p >= '0' && *p <= '9' && v <= max_rate; p++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	if (p == arg || (*p && !(*p >= '0' && *p <= '9')) || v == 0 || v > max_rate) {
+		snprintf(err, errlen, "bad --sample '%s': give samples per second, a whole number "
+			 "from 1 to %u", arg, max_rate);
+		return -1;
+	}
+	*hz = (unsigned int)v;
+	return 0;
+}
+
+/* ---- span states ---------------------------------------------------------- */
+
+/* A native probe's function: its file (inode) and the file offset of
+ * its first instruction, which the symbolizer names for a frame. */
+static int native_match(struct sampler *s, const struct probe_spec *p, struct span_match *m)
+{
+	char err[1024], suggest[8];
+	struct resolved_file file;
+	struct stat st;
+
+	if (!s->cfg.view || resolve_binary(s->cfg.view, p->binary, &file, err, sizeof(err)) != 0 ||
+	    elf_symbol_offset(file.path, p->symbol, &m->function_offset, suggest, sizeof(suggest),
+			      err, sizeof(err)) != 0 ||
+	    stat(file.path, &st) != 0)
+		return -1;
+	m->ino = st.st_ino;
+	return 0;
+}
+
+static void setup_matches(struct sampler *s)
+{
+	for (int i = 0; i < s->cfg.n_probes && s->n_matches < SPAN_MAX_STATES; i++) {
+		const struct probe_spec *p = &s->cfg.probes[i];
+		struct span_match *m = &s->matches[s->n_matches];
+
+		memset(m, 0, sizeof(*m));
+		m->state = p->state;
+		if (p->kind == PROBE_PYTHON) {
+			struct py_probe py = { .module = p->binary, .qualname = p->symbol };
+
+			m->python = true;
+			pyspan_probe_cfg_fill(&py, &m->py);
+		} else if (native_match(s, p, m) != 0) {
+			continue; /* record's attach says why */
+		}
+		s->n_matches++;
+	}
+}
+
+static bool ends_with(const char *s, const char *suffix, size_t n)
+{
+	size_t len = strlen(s);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+static bool python_matches(const struct span_match *m, const struct python_frame_text *t)
+{
+	return strcmp(t->qualname, m->py.qualname) == 0 &&
+	       (ends_with(t->file, m->py.file_suffix, m->py.file_len) ||
+		ends_with(t->file, m->py.pkg_suffix, m->py.pkg_len) ||
+		strcmp(t->file, m->py.file_suffix + 1) == 0);
+}
+
+/* Adds STATE to the sample's states once, outermost first. */
+static void add_state(const char **states, int *n, const char *state)
+{
+	for (int i = 0; i < *n; i++)
+		if (states[i] == state || strcmp(states[i], state) == 0)
+			return;
+	if (*n < SPAN_MAX_STATES)
+		states[(*n)++] = state;
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+static struct proc_state *find_proc(struct sampler *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
+{
+	char why[512];
+	int ret;
+
+	p->last_look_ns = now;
+	ret = python_proc_find(p->pid, &p->py, why, sizeof(why));
+	if (ret == 0) {
+		p->kind = PROC_PYTHON;
+		python_proc_check_tid(&p->py);
+		if (s->src->ops->python_found)
+			s->src->ops->python_found(s->src, p);
+		cli_verbose(s->cfg.verbose, "process %d runs CPython %d.%d (%s): Python stacks on",
+			    (int)p->pid, p->py.major, p->py.minor, p->py.interp_name);
+	} else if (ret == -ENOENT || ret == -ESRCH) {
+		/* no interpreter (yet: a launched one maps it after exec) */
+		if (now - p->first_seen_ns >= PROC_SETTLE_NS)
+			p->kind = PROC_NATIVE;
+	} else {
+		p->kind = PROC_UNSUPPORTED;
+		fprintf(stderr, "pmetrics: warning: process %d: %s: its samples have native stacks only\n",
+			(int)p->pid, why);
+	}
+}
+
+struct proc_state *sampler_proc(struct sampler *s, pid_t pid)
+{
+	struct proc_state *p = find_proc(s, pid);
+	uint64_t now = monotonic_ns();
+
+	if (!p) {
+		if (s->n_procs == s->cap_procs) {
+			size_t cap = s->cap_procs ? s->cap_procs * 2 : 16;
+			struct proc_state *grown = realloc(s->procs, cap * sizeof(*grown));
+
+			if (!grown)
+				return NULL;
+			s->procs = grown;
+			s->cap_procs = cap;
+		}
+		p = &s->procs[s->n_procs++];
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		p->first_seen_ns = now;
+		s->procs_seen++;
+		look_at(s, p, now);
+	} else if (p->kind == PROC_UNKNOWN && now - p->last_look_ns >= PROC_LOOK_EVERY_NS) {
+		look_at(s, p, now);
+	}
+	return p;
+}
+
+void sampler_exec(struct sampler *s, pid_t pid)
+{
+	struct proc_state *p = find_proc(s, pid);
+
+	if (pid == s->cfg.pid)
+		s->cfg.held = false;
+	symbolizer_forget(s->sym, pid);
+	python_names_forget(s->names, pid);
+	unwinder_forget(s->unw, pid);
+	if (p) {
+		p->kind = PROC_UNKNOWN;
+		p->first_seen_ns = monotonic_ns();
+		p->last_look_ns = 0;
+	}
+}
+
+/* Whether return address PC of PID is in a thread's first function
+ * (_start, start_thread, clone...): a native stack that reaches it is
+ * whole. */
+static bool is_root_frame(struct sampler *s, pid_t pid, uint64_t pc)
+{
+	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_call_main",
+					     "start_thread", "clone", "clone3", "__clone",
+					     "__clone3", "thread_start" };
+	struct native_frame f;
+
+	symbolizer_user(s->sym, pid, pc, true, &f);
+	for (size_t i = 0; f.function && i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (strcmp(f.function, roots[i]) == 0)
+			return true;
+	return false;
+}
+
+/* ---- one sample --------------------------------------------------------- */
+
+static const char *put_frame(struct sampler *s, int *n)
+{
+	s->frames[*n] = s->text[*n];
+	return s->text[(*n)++];
+}
+
+/* The Python frames of R (root first), their span states. */
+static void python_frames(struct sampler *s, const struct proc_state *p, const struct raw_sample *r,
+			  int *n, const char **states, int *n_states)
+{
+	for (int i = r->n_py - 1; i >= 0 && *n < MAX_FRAMES; i--) {
+		struct python_frame_text t;
+		char *buf = (char *)put_frame(s, n);
+
+		if (python_frame_name(s->names, &p->py, &r->py[i], &t) != 0) {
+			profile_frame_native(buf, FRAME_TEXT, "[unknown Python frame]");
+			continue;
+		}
+		profile_frame_python(buf, FRAME_TEXT, t.qualname, t.file, t.line);
+		for (int k = 0; k < s->n_matches; k++)
+			if (s->matches[k].python && python_matches(&s->matches[k], &t))
+				add_state(states, n_states, s->matches[k].state);
+	}
+}
+
+struct in_interpreter {
+	struct sampler *s;
+	const struct proc_state *p;
+};
+
+/* Whether PC is in P's interpreter's own code (libpython or the python
+ * executable). */
+static bool in_interpreter(uint64_t pc, void *arg)
+{
+	struct in_interpreter *at = arg;
+	struct native_frame f;
+
+	symbolizer_user(at->s->sym, at->p->pid, pc, true, &f);
+	return f.in_file && f.dev == at->p->py.interp_dev && f.ino == at->p->py.interp_ino;
+}
+
+/* The user frames of R, leaf first: the frame-pointer chain when it
+ * reaches a thread's first function, else DWARF from the registers and
+ * stack copy when that goes further. With a Python stack only the frames
+ * outside the interpreter are wanted. */
+static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p,
+				   const struct raw_sample *r, bool with_python, int *n)
+{
+	struct in_interpreter at = { s, p };
+	int n_fp = r->n_user, n_dwarf;
+
+	*n = n_fp;
+	if (!r->regs || !r->stack_len ||
+	    (!with_python && n_fp > 0 && is_root_frame(s, r->pid, r->user[n_fp - 1])))
+		return r->user;
+	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len, s->dwarf,
+				SAMPLER_MAX_USER, with_python ? in_interpreter : NULL, &at);
+	if (n_dwarf > n_fp || (with_python && n_dwarf > 0)) {
+		*n = n_dwarf;
+		return s->dwarf;
+	}
+	return r->user;
+}
+
+/* How many of R's native frames (from the leaf) to keep. With a Python
+ * stack: those the thread called outside the interpreter (libc, an
+ * extension), up to the first of the interpreter's own frames, or the
+ * first that is in no file (a frame-pointer chain broken by code built
+ * without frame pointers, as CPython is). */
+static int native_kept(struct sampler *s, const struct proc_state *p, const struct raw_sample *r,
+		       bool with_python, struct native_frame *nf)
+{
+	int keep = 0, n;
+	const uint64_t *user = user_frames(s, p, r, with_python, &n);
+
+	for (int i = 0; i < n && i < SAMPLER_MAX_USER; i++) {
+		symbolizer_user(s->sym, r->pid, user[i], i > 0, &nf[i]);
+		if (with_python && (!nf[i].in_file || (nf[i].dev == p->py.interp_dev &&
+						       nf[i].ino == p->py.interp_ino)))
+			break;
+		keep = i + 1;
+	}
+	return keep;
+}
+
+/* An off-CPU sample's kernel stack is taken inside the sched_switch
+ * tracepoint, so its leaf frames are the tracing machinery's (the BPF
+ * program, bpf_trace_run4, on some kernels __bpf_trace_sched_switch or
+ * __traceiter_sched_switch): how many, to leave them out. */
+static int machinery_frames(struct sampler *s, const struct raw_sample *r)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_",
+						"__traceiter_" };
+	int n = 0;
+
+	for (; n < r->n_kernel && n < SAMPLER_MAX_KERNEL; n++) {
+		const char *name = symbolizer_kernel(s->sym, r->kernel[n] - (n > 0));
+		bool machinery = false;
+
+		for (size_t k = 0; name && k < sizeof(prefixes) / sizeof(prefixes[0]); k++)
+			machinery |= strncmp(name, prefixes[k], strlen(prefixes[k])) == 0;
+		if (!machinery)
+			break;
+	}
+	return n;
+}
+
+/* Builds the frames of R (root first) into s->frames; returns how many,
+ * with the span states in STATES. */
+static int build_stack(struct sampler *s, const struct raw_sample *r, const char **states,
+		       int *n_states)
+{
+	struct native_frame *nf = s->native;
+	struct proc_state *p = sampler_proc(s, r->pid);
+	bool with_python = p && p->kind == PROC_PYTHON && r->n_py > 0;
+	int n = 0, keep, first_kernel = machinery_frames(s, r);
+
+	*n_states = 0;
+	/* 3.8-3.10 name a thread by its pthread: the tid's place in it is
+	 * checked once the process has a thread state */
+	if (p && p->kind == PROC_PYTHON && r->py_status == PY_WALK_NO_THREAD && !p->py.tid_checked &&
+	    python_proc_check_tid(&p->py) && s->src->ops->python_found)
+		s->src->ops->python_found(s->src, p);
+	if (with_python) {
+		python_frames(s, p, r, &n, states, n_states);
+		s->with_python++;
+	}
+	keep = native_kept(s, p, r, with_python, nf);
+	for (int i = keep - 1; i >= 0 && n < MAX_FRAMES; i--) {
+		symbolizer_format(&nf[i], (char *)put_frame(s, &n), FRAME_TEXT);
+		for (int k = 0; k < s->n_matches; k++)
+			if (!s->matches[k].python && nf[i].function && nf[i].ino == s->matches[k].ino &&
+			    nf[i].function_offset == s->matches[k].function_offset)
+				add_state(states, n_states, s->matches[k].state);
+	}
+	for (int i = (r->n_kernel < SAMPLER_MAX_KERNEL ? r->n_kernel : SAMPLER_MAX_KERNEL) - 1;
+	     i >= first_kernel && n < MAX_FRAMES; i--) {
+		uint64_t addr = r->kernel[i] - (i > 0);
+		const char *name = symbolizer_kernel(s->sym, addr);
+		char *buf = (char *)put_frame(s, &n);
+
+		if (name)
+			profile_frame_kernel(buf, FRAME_TEXT, name);
+		else
+			profile_frame_unresolved(buf, FRAME_TEXT, "[kernel]", r->kernel[i]);
+	}
+	return n;
+}
+
+static void write_sample(struct sampler *s, pid_t pid, pid_t tid, enum profile_kind kind,
+			 uint64_t mono_ns, uint64_t weight_ns, const char *const *states, int n_states,
+			 uint64_t stack_id)
+{
+	struct profile_sample row = {
+		.time_ns = wall_clock_from_mono(&s->clock, mono_ns),
+		.pid = (uint32_t)pid,
+		.tid = (uint32_t)tid,
+		.kind = kind,
+		.weight_ns = weight_ns,
+		.spans = states,
+		.n_spans = (size_t)n_states,
+		.stack_id = stack_id,
+	};
+
+	profile_writer_sample(s->w, &row);
+	if (kind == PROFILE_ON_CPU)
+		s->on_cpu++;
+	else
+		s->off_cpu++;
+}
+
+static bool take_early_in(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t *in_ns)
+{
+	for (size_t i = 0; i < s->n_early; i++) {
+		if (s->early[i].tid != tid || s->early[i].in_ns < out_ns)
+			continue;
+		*in_ns = s->early[i].in_ns;
+		s->early[i] = s->early[--s->n_early];
+		return true;
+	}
+	return false;
+}
+
+static void keep_pending(struct sampler *s, const struct raw_sample *r, const char **states,
+			 int n_states, uint64_t stack_id)
+{
+	struct pending_off *p;
+	uint64_t in_ns;
+
+	if (take_early_in(s, r->tid, r->mono_ns, &in_ns)) {
+		write_sample(s, r->pid, r->tid, PROFILE_OFF_CPU, r->mono_ns, in_ns - r->mono_ns, states,
+			     n_states, stack_id);
+		return;
+	}
+	if (s->n_pending == s->cap_pending) {
+		size_t cap = s->cap_pending ? s->cap_pending * 2 : 64;
+		struct pending_off *grown = realloc(s->pending, cap * sizeof(*grown));
+
+		if (!grown) {
+			profile_writer_lost(s->w, PROFILE_LOSS_ROWS_NOT_WRITTEN, 1);
+			return;
+		}
+		s->pending = grown;
+		s->cap_pending = cap;
+	}
+	p = &s->pending[s->n_pending++];
+	*p = (struct pending_off){ .pid = r->pid, .tid = r->tid, .out_ns = r->mono_ns,
+				   .stack_id = stack_id, .n_spans = n_states };
+	memcpy(p->spans, states, (size_t)n_states * sizeof(*states));
+}
+
+/* BPF: a thread sampled again (on the CPU, or going off it once more)
+ * was back on the CPU before, so an off-CPU sample of it still waiting
+ * for that return will never get it. Under load the sched_switch program
+ * now and then does not see a thread come back (its wait would then last
+ * until the end of the capture): such a sample is dropped and counted,
+ * as its weight is not known. One ring keeps one thread's records in
+ * order; the perf_event_open path has a ring per CPU and no such gap. */
+static void drop_unseen_ends(struct sampler *s, pid_t tid, uint64_t seen_ns)
+{
+	for (size_t i = 0; i < s->n_pending;) {
+		if (s->pending[i].tid != tid || s->pending[i].out_ns >= seen_ns) {
+			i++;
+			continue;
+		}
+		profile_writer_lost(s->w, PROFILE_LOSS_OFF_CPU_END_UNSEEN, 1);
+		s->pending[i] = s->pending[--s->n_pending];
+	}
+}
+
+void sampler_add(struct sampler *s, const struct raw_sample *r)
+{
+	const char *states[SPAN_MAX_STATES];
+	int n_states, n;
+	uint64_t id;
+
+	if (s->cfg.held && r->pid == s->cfg.pid)
+		return; /* pmetrics' own code before the target's exec */
+	if (s->cfg.use_bpf)
+		drop_unseen_ends(s, r->tid, r->mono_ns);
+	if (r->n_user < 0 && r->n_kernel <= 0 && r->n_py <= 0)
+		profile_writer_lost(s->w, PROFILE_LOSS_STACK_UNREADABLE, 1);
+	n = build_stack(s, r, states, &n_states);
+	if (profile_writer_stack(s->w, s->frames, (size_t)n, &id) != 0)
+		return; /* counted by the writer */
+	if (r->kind == PROFILE_OFF_CPU)
+		keep_pending(s, r, states, n_states, id);
+	else
+		write_sample(s, r->pid, r->tid, r->kind, r->mono_ns, r->weight_ns, states, n_states, id);
+}
+
+void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns)
+{
+	for (size_t i = 0; i < s->n_pending; i++) {
+		struct pending_off *p = &s->pending[i];
+
+		if (p->tid != tid || (out_ns && p->out_ns != out_ns) || p->out_ns > in_ns)
+			continue;
+		write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, p->out_ns, in_ns - p->out_ns, p->spans,
+			     p->n_spans, p->stack_id);
+		s->pending[i] = s->pending[--s->n_pending];
+		return;
+	}
+	if (out_ns)
+		return; /* its switch-out was lost: counted there */
+	if (s->n_early == EARLY_INS)
+		memmove(s->early, s->early + 1, --s->n_early * sizeof(*s->early));
+	s->early[s->n_early++] = (struct early_in){ tid, in_ns };
+}
+
+/* Threads still off the CPU at the end: off until then. */
+static void finish_pending(struct sampler *s)
+{
+	for (size_t i = 0; i < s->n_pending; i++) {
+		struct pending_off *p = &s->pending[i];
+
+		write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, p->out_ns,
+			     s->stopped_ns > p->out_ns ? s->stopped_ns - p->out_ns : 0, p->spans,
+			     p->n_spans, p->stack_id);
+	}
+	s->n_pending = 0;
+}
+
+void sampler_lost(struct sampler *s, enum profile_loss reason, uint64_t n)
+{
+	if (n)
+		profile_writer_lost(s->w, reason, n);
+}
+
+/* ---- the thread ----------------------------------------------------------- */
+
+static void flush(struct sampler *s)
+{
+	int err = profile_writer_flush(s->w);
+
+	if (err && !s->write_error)
+		s->write_error = err;
+	s->last_flush_ns = monotonic_ns();
+}
+
+static void *run(void *arg)
+{
+	struct sampler *s = arg;
+
+	while (!atomic_load(&s->stopping)) {
+		s->src->ops->poll(s->src, 100);
+		wall_clock_sync(&s->clock);
+		if (monotonic_ns() - s->last_flush_ns >= FLUSH_EVERY_NS)
+			flush(s);
+	}
+	return NULL;
+}
+
+int sampler_start(struct sampler *s)
+{
+	int err;
+
+	wall_clock_sync(&s->clock);
+	s->last_flush_ns = monotonic_ns();
+	if (s->src->ops->start(s->src) != 0)
+		return -1;
+	err = pthread_create(&s->thread, NULL, run, s);
+	if (err) {
+		cli_error("cannot start the sampling thread: %s", strerror(err));
+		return -1;
+	}
+	s->running = true;
+	return 0;
+}
+
+int sampler_stop(struct sampler *s)
+{
+	if (s->running) {
+		atomic_store(&s->stopping, true);
+		pthread_join(s->thread, NULL);
+		s->running = false;
+	}
+	s->stopped_ns = monotonic_ns();
+	s->src->ops->stop(s->src);
+	s->src->ops->poll(s->src, 0);
+	finish_pending(s);
+	if (s->src->ops->final_losses)
+		s->src->ops->final_losses(s->src);
+	flush(s);
+	return s->write_error;
+}
+
+/* ---- open, summary, close ------------------------------------------------ */
+
+int sampler_open(struct sampler **out, const struct sampler_config *c)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	char err[1024];
+	int ret;
+
+	*out = NULL;
+	if (!s) {
+		cli_error("out of memory");
+		return -1;
+	}
+	s->cfg = *c;
+	s->period_ns = c->hz ? 1000000000ull / c->hz : 0;
+	s->sym = symbolizer_new();
+	s->names = python_names_new();
+	s->unw = unwinder_new();
+	if (!s->sym || !s->names || !s->unw) {
+		cli_error("out of memory");
+		sampler_close(s);
+		return -1;
+	}
+	s->w = profile_writer_open(c->output_dir, err, sizeof(err));
+	if (!s->w) {
+		cli_error("%s", err);
+		sampler_close(s);
+		return -1;
+	}
+	setup_matches(s);
+	ret = c->use_bpf ? bpf_source_open(&s->src, s) : perf_source_open(&s->src, s);
+	if (ret) {
+		sampler_discard(s);
+		return -1;
+	}
+	/* the target as it is now (a launched one is looked at after exec) */
+	if (c->pid > 0)
+		sampler_proc(s, c->pid);
+	*out = s;
+	return 0;
+}
+
+uint64_t sampler_period_ns(const struct sampler *s)
+{
+	return s->period_ns;
+}
+
+void sampler_summary(const struct sampler *s, FILE *out)
+{
+	uint64_t lost = 0;
+
+	fprintf(out, "  profile: %llu samples: %llu on-CPU", (unsigned long long)(s->on_cpu + s->off_cpu),
+		(unsigned long long)s->on_cpu);
+	if (s->cfg.hz)
+		fprintf(out, " (%u Hz)", s->cfg.hz);
+	if (s->cfg.off_cpu)
+		fprintf(out, ", %llu off-CPU", (unsigned long long)s->off_cpu);
+	fprintf(out, ", %llu with Python frames; taken by %s\n", (unsigned long long)s->with_python,
+		s->cfg.use_bpf ? "BPF" : "perf_event_open");
+	for (int r = 0; r < PROFILE_LOSS_MAX; r++)
+		lost += profile_writer_lost_count(s->w, r);
+	fprintf(out, "  profile samples lost: %llu", (unsigned long long)lost);
+	for (int r = 0; r < PROFILE_LOSS_MAX; r++) {
+		uint64_t n = profile_writer_lost_count(s->w, r);
+
+		if (n)
+			fprintf(out, ", %llu %s", (unsigned long long)n, profile_loss_name(r));
+	}
+	fprintf(out, "\n");
+}
+
+static void close_common(struct sampler *s)
+{
+	if (s->src)
+		s->src->ops->close(s->src);
+	symbolizer_free(s->sym);
+	python_names_free(s->names);
+	unwinder_free(s->unw);
+	free(s->procs);
+	free(s->pending);
+	free(s);
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	if (s->running)
+		sampler_stop(s);
+	if (s->w)
+		profile_writer_close(s->w);
+	close_common(s);
+}
+
+void sampler_discard(struct sampler *s)
+{
+	if (!s)
+		return;
+	if (s->running)
+		sampler_stop(s);
+	profile_writer_discard(s->w);
+	close_common(s);
+}

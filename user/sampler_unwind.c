@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/* DWARF unwinding of sampled user stacks with libdw; see sampler_unwind.h. */
+#include "sampler_unwind.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "python_stack.h"
+
+/* A process's modules are reported again, when a pc is in none of
+ * them, at most this often. */
+#define REPORT_AGAIN_NS 1000000000ull
+
+#if defined(__x86_64__)
+/* perf's x86-64 user registers AX..IP (bits 0-8) and R8..R15 (16-23). */
+#define REGS_MASK (((1ull << 9) - 1) | (0xffull << 16))
+#define REGS_COUNT 17
+#define REG_SP 7
+#define REG_IP 8
+#elif defined(__aarch64__)
+/* X0..X30, SP, PC: perf's order is the DWARF numbering. */
+#define REGS_MASK ((1ull << 33) - 1)
+#define REGS_COUNT 33
+#define REG_SP 31
+#define REG_IP 32
+#else
+#define REGS_MASK 0
+#define REGS_COUNT 0
+#define REG_SP 0
+#define REG_IP 0
+#endif
+
+uint64_t unwind_regs_mask(void)
+{
+	return REGS_MASK;
+}
+
+int unwind_regs_count(void)
+{
+	return REGS_COUNT;
+}
+
+uint64_t unwind_regs_sp(const uint64_t *regs)
+{
+	return REGS_COUNT ? regs[REG_SP] : 0;
+}
+
+/* The sample being unwound: what the callbacks read. */
+struct walk {
+	pid_t pid, tid;
+	const uint64_t *regs;
+	const uint8_t *stack;
+	size_t size;
+	uint64_t sp;
+	uint64_t *out;
+	int n, max;
+	bool (*stop)(uint64_t pc, void *arg);
+	void *arg;
+};
+
+struct proc_dwfl {
+	pid_t pid;
+	Dwfl *dwfl;
+	uint64_t reported_ns;
+};
+
+struct unwinder {
+	struct proc_dwfl *procs;
+	size_t n, cap;
+	struct walk walk;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the thread callbacks: one thread, the sample's -------------------- */
+
+static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct walk *w = dwfl_arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = w;
+	return w->tid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	struct walk *w = dwfl_arg;
+
+	(void)dwfl;
+	*thread_argp = w;
+	return tid == w->tid;
+}
+
+/* The stack copy first; anything else (a pointer in a data segment
+ * some CFI refers to) from the live process. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	struct walk *w = dwfl_arg;
+	uint64_t off = addr - w->sp;
+
+	(void)dwfl;
+	/* no sum that can wrap: a sample's sp may be anything */
+	if (addr >= w->sp && off < w->size && w->size - off >= sizeof(*result)) {
+		memcpy(result, w->stack + off, sizeof(*result));
+		return true;
+	}
+	/* below the stack pointer the live stack has moved on; past the
+	 * copy are the older frames, which a thread still inside its call
+	 * (or blocked: an off-CPU sample) has not touched */
+	if (addr < w->sp && addr >= w->sp - 65536)
+		return false;
+	return python_read_memory(w->pid, result, sizeof(*result), addr) == 0;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct walk *w = thread_arg;
+#if defined(__x86_64__)
+	/* DWARF's order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15; perf's:
+	 * ax bx cx dx si di bp sp ip r8-r15 */
+	Dwarf_Word d[16] = {
+		w->regs[0], w->regs[3], w->regs[2], w->regs[1], w->regs[4], w->regs[5],
+		w->regs[6], w->regs[7], w->regs[9], w->regs[10], w->regs[11], w->regs[12],
+		w->regs[13], w->regs[14], w->regs[15], w->regs[16],
+	};
+
+	return dwfl_thread_state_registers(thread, 0, 16, d) &&
+	       (dwfl_thread_state_register_pc(thread, w->regs[REG_IP]), true);
+#elif defined(__aarch64__)
+	Dwarf_Word d[32];
+
+	for (int i = 0; i < 32; i++)
+		d[i] = w->regs[i];
+	return dwfl_thread_state_registers(thread, 0, 32, d) &&
+	       (dwfl_thread_state_register_pc(thread, w->regs[REG_IP]), true);
+#else
+	(void)thread;
+	(void)w;
+	return false;
+#endif
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+/* ---- one Dwfl per process -------------------------------------------------- */
+
+static char *debuginfo_path;
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static void drop(struct proc_dwfl *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
+}
+
+static bool report(struct unwinder *u, struct proc_dwfl *p)
+{
+	drop(p);
+	p->reported_ns = now_ns();
+	p->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!p->dwfl)
+		return false;
+	if (dwfl_linux_proc_report(p->dwfl, p->pid) != 0 ||
+	    dwfl_report_end(p->dwfl, NULL, NULL) != 0 ||
+	    !dwfl_attach_state(p->dwfl, NULL, p->pid, &thread_callbacks, &u->walk)) {
+		drop(p);
+		return false;
+	}
+	return true;
+}
+
+static struct proc_dwfl *proc_of(struct unwinder *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (u->procs[i].pid == pid)
+			return &u->procs[i];
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 8;
+		struct proc_dwfl *grown = realloc(u->procs, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		u->procs = grown;
+		u->cap = cap;
+	}
+	u->procs[u->n] = (struct proc_dwfl){ .pid = pid };
+	return &u->procs[u->n++];
+}
+
+static int on_frame(Dwfl_Frame *frame, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+
+	if (!dwfl_frame_pc(frame, &pc, NULL) || !pc)
+		return DWARF_CB_ABORT;
+	w->out[w->n++] = pc;
+	if (w->n >= w->max || (w->stop && w->stop(pc, w->arg)))
+		return DWARF_CB_ABORT;
+	return DWARF_CB_OK;
+}
+
+int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs,
+		  const uint8_t *stack, size_t size, uint64_t *out, int max,
+		  bool (*stop)(uint64_t pc, void *arg), void *arg)
+{
+	struct proc_dwfl *p = proc_of(u, pid);
+
+	if (!p || !REGS_COUNT || max <= 0)
+		return 0;
+	if (p->dwfl && !dwfl_addrmodule(p->dwfl, regs[REG_IP]) &&
+	    now_ns() - p->reported_ns >= REPORT_AGAIN_NS)
+		drop(p); /* a library loaded since */
+	if (!p->dwfl && (now_ns() - p->reported_ns < REPORT_AGAIN_NS && p->reported_ns))
+		return 0;
+	if (!p->dwfl && !report(u, p))
+		return 0;
+	u->walk = (struct walk){ .pid = pid, .tid = tid, .regs = regs, .stack = stack,
+				 .size = size, .sp = regs[REG_SP], .out = out, .max = max,
+				 .stop = stop, .arg = arg };
+	dwfl_getthread_frames(p->dwfl, tid, on_frame, &u->walk);
+	return u->walk.n;
+}
+
+void unwinder_forget(struct unwinder *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		if (u->procs[i].pid != pid)
+			continue;
+		drop(&u->procs[i]);
+		u->procs[i] = u->procs[--u->n];
+		return;
+	}
+}
+
+struct unwinder *unwinder_new(void)
+{
+	return calloc(1, sizeof(struct unwinder));
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->n; i++)
+		drop(&u->procs[i]);
+	free(u->procs);
+	free(u);
+}

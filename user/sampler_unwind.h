@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* DWARF unwinding of a sampled user stack with libdw (elfutils): the
+ * perf_event_open sampler's way through code built without frame
+ * pointers (CPython, glibc, most of a distribution). The sample brings
+ * the user registers and a copy of the top of the stack; the call frame
+ * information (.eh_frame, .debug_frame) of each mapped file says where
+ * every caller's return address and registers are. */
+#ifndef PMETRICS_SAMPLER_UNWIND_H
+#define PMETRICS_SAMPLER_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct unwinder;
+
+/* The registers a sample must carry (perf_event_attr.sample_regs_user)
+ * on this architecture, and how many there are. */
+uint64_t unwind_regs_mask(void);
+int unwind_regs_count(void);
+/* The stack pointer among REGS (in mask order). */
+uint64_t unwind_regs_sp(const uint64_t *regs);
+
+struct unwinder *unwinder_new(void);
+void unwinder_free(struct unwinder *u);
+/* PID exec'd or exited: its modules are reported again when needed. */
+void unwinder_forget(struct unwinder *u, pid_t pid);
+
+/* Walks thread TID of PID from REGS (unwind_regs_count() values, in
+ * mask order) with STACK, SIZE bytes copied from the stack pointer up.
+ * Fills OUT leaf first (the leaf's pc, then return addresses), at most
+ * MAX; STOP(pc, ARG), when given, ends the walk after a frame it
+ * returns true for. Returns the number of frames. */
+int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs,
+		  const uint8_t *stack, size_t size, uint64_t *out, int max,
+		  bool (*stop)(uint64_t pc, void *arg), void *arg);
+
+#endif
