@@ -342,7 +342,7 @@ void bpf_loader_prepare_uprobes(struct bpf_object *obj)
 }
 
 int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
-			  int pid)
+			  __u32 pid)
 {
 	union bpf_attr attr;
 	struct uprobe_multi_attr *a = (struct uprobe_multi_attr *)&attr;
@@ -357,7 +357,7 @@ int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, i
 	a->offsets = (__u64)(uintptr_t)offsets;
 	a->cnt = (__u32)n;
 	a->multi_flags = ret ? PM_F_UPROBE_MULTI_RETURN : 0;
-	a->pid = pid > 0 ? (__u32)pid : 0;
+	a->pid = pid;
 	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
 }
@@ -398,7 +398,7 @@ int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char 
 	for (int i = 0; !err && i < l->n_groups; i++) {
 		struct uprobe_group *g = &l->groups[i];
 		int fd = bpf_uprobe_multi_link(bpf_program__fd(g->prog), path, g->offsets, g->n,
-					       g->ret, pid);
+					       g->ret, pid > 0 ? (__u32)pid : 0);
 
 		if (fd >= 0 && l->n_fds == (int)(sizeof(l->fds) / sizeof(l->fds[0]))) {
 			close(fd);

@@ -95,9 +95,10 @@ void bpf_links_destroy(struct bpf_links *l);
 void bpf_loader_set_uprobe_multi(bool on);
 bool bpf_loader_uprobe_multi(void);
 void bpf_loader_prepare_uprobes(struct bpf_object *obj);
-/* BPF_LINK_CREATE of a multi-uprobe link: an fd, or -errno. */
+/* BPF_LINK_CREATE of a multi-uprobe link for process PID (0: every
+ * process): an fd, or -errno. */
 int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
-			  int pid);
+			  __u32 pid);
 /* A uprobe (RET: uretprobe) of PROG at OFFSET in PATH, for PID (-1: every
  * process): attached now, or with multi-uprobe links queued until
  * bpf_links_commit(), which attaches each program's queue as one link.

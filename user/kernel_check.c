@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -204,55 +205,34 @@ static int try_program(const char *prog, bool attach)
 struct uprobe_teardown {
 	struct kernel_probe_bpf *skel;
 	struct bpf_link *link;
-	int multi_prog, multi_link; /* the multi-uprobe test's fds, or -1 */
 	pthread_t thread;
 	bool running;
 };
-static struct uprobe_teardown teardown = { .multi_prog = -1, .multi_link = -1 };
+static struct uprobe_teardown teardown;
 
 static void *teardown_run(void *arg)
 {
 	struct uprobe_teardown *t = arg;
 
-	if (t->multi_link >= 0)
-		close(t->multi_link);
-	if (t->multi_prog >= 0)
-		close(t->multi_prog);
 	bpf_link__destroy(t->link);
 	kernel_probe_bpf__destroy(t->skel);
-	t->multi_link = t->multi_prog = -1;
 	return NULL;
 }
 
+/* The thread takes no signal: record waits for SIGINT/SIGTERM in its
+ * main thread, which a signal delivered here would not wake. */
 static void teardown_start(struct kernel_probe_bpf *skel, struct bpf_link *link)
 {
+	sigset_t all, old;
+
 	teardown.skel = skel;
 	teardown.link = link;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	teardown.running = link && pthread_create(&teardown.thread, NULL, teardown_run, &teardown) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!teardown.running)
 		teardown_run(&teardown);
-}
-
-/* Does the kernel make a multi-uprobe link (one empty program at OFF in
- * this executable)? Its fds join the test uprobe's teardown. */
-static int try_uprobe_multi(uint64_t off)
-{
-	const struct bpf_insn empty[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)48);
-	const char *test = getenv("PMETRICS_TEST_NO_UPROBE_MULTI");
-	__u64 offset = off;
-
-	if (test && strcmp(test, "1") == 0)
-		return 0;
-	teardown.multi_prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pm_multi_test", "GPL", empty, 2, &opts);
-	if (teardown.multi_prog < 0)
-		return 0;
-	teardown.multi_link = bpf_uprobe_multi_link(teardown.multi_prog, "/proc/self/exe", &offset, 1,
-						    false, getpid());
-	return teardown.multi_link >= 0;
 }
 
 void kernel_check_release(void)
@@ -262,9 +242,37 @@ void kernel_check_release(void)
 	teardown.running = false;
 }
 
+/* Multi-uprobe links that filter by process. Asked of the kernel without
+ * placing a uprobe: a link on "/" (a directory) fails with EBADF where
+ * the attach type exists; the first kernels with it (6.6-6.9 before a
+ * fix) filtered by thread rather than by process, and only fixed ones
+ * refuse an impossible PID (-1) with EINVAL. A thread filter would lose
+ * every other thread's calls, so such a kernel counts as without. */
+static int try_uprobe_multi(void)
+{
+	const struct bpf_insn empty[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)48);
+	const char *test = getenv("PMETRICS_TEST_NO_UPROBE_MULTI");
+	const __u64 offset = 0;
+	int prog, ok;
+
+	if (test && strcmp(test, "1") == 0)
+		return 0;
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pm_multi_test", "GPL", empty, 2, &opts);
+	if (prog < 0)
+		return 0;
+	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, false, 0) == -EBADF &&
+	     bpf_uprobe_multi_link(prog, "/", &offset, 1, false, (__u32)-1) == -EINVAL;
+	close(prog);
+	return ok;
+}
+
 /* A uprobe on kernel_check_uprobe_target, in this process only: does it
  * load, attach and fire? */
-static int try_uprobe(int *multi)
+static int try_uprobe(void)
 {
 	struct kernel_probe_bpf *skel = open_probe("probe_uprobe");
 	struct bpf_link *link = NULL;
@@ -282,7 +290,6 @@ static int try_uprobe(int *multi)
 				     sizeof(hits), 0);
 		ok = hits > 0;
 	}
-	*multi = ok ? try_uprobe_multi(off) : 0;
 	teardown_start(skel, link);
 	return ok;
 }
@@ -360,7 +367,8 @@ void kernel_check_probe(struct kernel_facts *f)
 	f->ringbuf = probed(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
 	f->perf_event_bpf = try_perf_event_program();
 	kernel_check_release();
-	f->uprobe = try_uprobe(&f->uprobe_multi);
+	f->uprobe = try_uprobe();
+	f->uprobe_multi = f->uprobe == 1 ? try_uprobe_multi() : 0;
 	f->cookie = try_program("probe_cookie", false);
 	f->raw_tp = try_program("probe_raw_tp", true);
 	f->task_iter = f->btf == KERNEL_BTF_OWN ? try_program("probe_task_iter", true) : 0;

@@ -323,6 +323,18 @@ for minor in 8 9 10 11 12 13; do
 	check_children "$minor" "$py" "$tag"
 done
 
+# Where the kernel has multi-uprobe links that filter by process (6.10,
+# and 6.6-6.9 with the fix), pmetrics uses them.
+t_begin python.multi_links
+read -r kmaj kmin < <(uname -r | awk -F. '{ print $1, $2 + 0 }')
+py=$(interpreter 3.10)
+if [ -z "$py" ]; then t_skip "no pyenv Python 3.10 installed"
+elif [ "$kmaj" -lt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -lt 10 ]; }; then
+	t_skip "kernel $(uname -r): multi-uprobe links that filter by process are 6.10+ (or a fixed 6.6-6.9)"
+elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
+	grep -q "^pmetrics: Python uprobes in multi-uprobe links"; then t_pass
+else t_fail "-v does not say the Python uprobes are in multi-uprobe links on kernel $(uname -r)"; fi
+
 # Kernels without multi-uprobe links (before 6.6, as Debian's 6.1) get
 # one link per uprobe: the same rows either way.
 for minor in 10 12; do
