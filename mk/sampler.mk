@@ -20,3 +20,6 @@ $(OUT)/progs/sample_burn: tests/progs/sample_burn.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -fno-omit-frame-pointer -o $@ $<
 $(OUT)/progs/sample_burn-nofp: tests/progs/sample_burn.c | $(OUT)/progs
 	$(Q)$(CC) $(PROG_CFLAGS) -fomit-frame-pointer -o $@ $<
+
+# make bench: what sampling costs the sampled program, against perf and austin.
+BENCH_SCRIPTS += bench/sampling.sh

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Checks of a capture's profile files for tests/integration/test_sample.sh
-and bench/sampling.sh. Reads DIR/profile_stacks and DIR/profile_samples
+"""Checks of a capture's profile files for tests/integration/test_sample.sh.
+Reads DIR/profile_stacks and DIR/profile_samples
 (user/profile/capture.h) directly, so a fault of the sampler is not hidden
 by one of pmetrics report.
 

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: MIT
 """A program with a known profile, for the sampler's tests
-(tests/integration/test_sample.sh) and bench/sampling.sh.
+(tests/integration/test_sample.sh).
 
     sample_prog.py shares SECONDS   heavy/medium/light burn 60/30/10 % of the CPU
     sample_prog.py block SECONDS    a thread sleeps in long_wait (75 %) and
                                     short_wait (25 %) while main burns
     sample_prog.py coro SECONDS     outer awaits middle awaits inner, which burns
     sample_prog.py span SECONDS     in_span and outside_span burn half each
-    sample_prog.py burn SECONDS     one CPU-bound loop (the benchmark's workload)
+    sample_prog.py burn SECONDS     one CPU-bound loop
 
 Each part burns in its own loop (no shared helper), so a sample's leaf
 Python frame says which part the CPU time is spent in.
