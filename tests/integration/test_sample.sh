@@ -23,6 +23,7 @@
 # - a libpython stripped as the robot's image strips it names the same
 #   Python frames;
 # - bad --sample values: one line, exit 2, nothing created.
+# - go tool pprof -top of a real capture ranks the burners as they burn.
 source "$ROOT/tests/integration/lib.sh"
 
 CHECK="$ROOT/tests/integration/sample_check.py"
@@ -31,6 +32,9 @@ HZ=99
 TOL=5
 SECONDS_SHARES=10
 SECONDS_SHORT=4
+# go tool pprof (Debian golang-go) reads the pprof files; installed when missing
+GO=$(command -v go || true)
+if [ -z "$GO" ] && bash "$ROOT/.ci/install-deps" golang-go >/dev/null 2>&1; then GO=$(command -v go || true); fi
 
 # capture NAME OUT [VAR=VALUE]... -- RECORD-ARGS...: `pmetrics record -v -o
 # OUT RECORD-ARGS` with each VAR=VALUE in its environment, as check
@@ -94,6 +98,20 @@ folded_equals_samples() {
 	if [ "$n" -gt 0 ] && [ "$total" -eq "$n" ]; then t_pass; else t_fail "folded total $total, $n samples"; fi
 }
 
+# pprof_top NAME OUT: go tool pprof reads the capture's pprof file and
+# -top ranks the three burners first, heavy, medium, light.
+pprof_top() {
+	local rep top
+	rep=$(fresh_dir)
+	t_begin "$1.pprof"
+	if [ -z "$GO" ]; then t_skip "go tool pprof needs Debian's golang-go, not installable here"; return; fi
+	if ! "$PMETRICS" report "$2" --format pprof -o "$rep" >/dev/null 2>"$rep.err"; then
+		t_fail "report failed: $(tail -n 1 "$rep.err")"; return
+	fi
+	top=$("$GO" tool pprof -top -nodecount=3 "$rep/profile.pb.gz" 2>"$rep.err" | awk '$NF ~ /^[a-z_]+$/ { print $NF }' | tr '\n' ' ')
+	if [ "$top" = "heavy medium light " ]; then t_pass; else t_fail "pprof -top: '$top' $(tail -n 2 "$rep.err")"; fi
+}
+
 # time_adds_up NAME OUT: a single-threaded target's on-CPU and off-CPU time
 # add up to its run time ("target exited after"), within 10 %: no wait
 # counted twice, none left open until the end.
@@ -134,6 +152,7 @@ python_tests() {
 		python_shares "$tag.$way" "$py" "$way" || continue
 		[ "$way" = bpf ] && names_full=$(program_names "$LAST_OUT")
 		[ "$way" = bpf ] && folded_equals_samples "$tag.$way" "$LAST_OUT"
+		[ "$way" = bpf ] && pprof_top "$tag.$way" "$LAST_OUT"
 	done
 
 	stripped=$(stripped_copy "$minor")
