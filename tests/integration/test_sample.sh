@@ -108,7 +108,7 @@ pprof_top() {
 	if ! "$PMETRICS" report "$2" --format pprof -o "$rep" >/dev/null 2>"$rep.err"; then
 		t_fail "report failed: $(tail -n 1 "$rep.err")"; return
 	fi
-	top=$("$GO" tool pprof -top -nodecount=3 "$rep/profile.pb.gz" 2>"$rep.err" | awk '$NF ~ /^[a-z_]+$/ { print $NF }' | tr '\n' ' ')
+	top=$("$GO" tool pprof -top -nodecount=3 "$rep/profile.pb.gz" 2>"$rep.err" | awk '$2 ~ /%$/ && $NF ~ /^[a-z_]+$/ { print $NF }' | tr '\n' ' ')
 	if [ "$top" = "heavy medium light " ]; then t_pass; else t_fail "pprof -top: '$top' $(tail -n 2 "$rep.err")"; fi
 }
 
