@@ -14,9 +14,9 @@
  * interpreter in (py_procs). Everything else (symbols, Python names and
  * lines, span states) is user space's (user/sampler.c).
  *
- * Processes are followed as the span tracers follow them (the same
- * rules as bpf/span.bpf.c): by PID, children through the fork
- * tracepoint. Built twice like the span tracers: with CO-RE, and with
+ * Processes are followed as the span tracers follow them
+ * (bpf/traced_processes.bpf.h): by PID, children through the fork
+ * tracepoint, a forked child's interpreter being its parent's. Built twice like the span tracers: with CO-RE, and with
  * PMETRICS_NO_BTF for kernels without BTF, which reads no kernel struct
  * (raw tracepoints, task pointers as plain values). */
 #include "vmlinux.h"
@@ -68,13 +68,6 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32); /* tgid */
-	__type(value, __u8);
-} traced_tgids SEC(".maps");
-
 /* Interpreter processes, filled by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -123,13 +116,6 @@ static __always_inline void count(__u32 counter)
 		*c += 1;
 }
 
-static __always_inline void trace_tgid(__u32 tgid)
-{
-	__u8 one = 1;
-
-	bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
-}
-
 /* A forked child has its parent's address space: the same interpreter
  * at the same address (until it execs). */
 static __always_inline void adopt_python(__u32 parent_tgid, __u32 tgid)
@@ -140,79 +126,8 @@ static __always_inline void adopt_python(__u32 parent_tgid, __u32 tgid)
 		bpf_map_update_elem(&py_procs, &tgid, p, BPF_NOEXIST);
 }
 
-#ifndef PMETRICS_NO_BTF
-static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
-{
-	__u32 tgid = BPF_CORE_READ(child, tgid);
-
-	if (tgid != parent_tgid) {
-		trace_tgid(tgid);
-		adopt_python(parent_tgid, tgid);
-	}
-}
-
-static __always_inline bool adopted_current(__u32 tgid)
-{
-	return false;
-}
-
-static __always_inline void forget_child(struct task_struct *task) {}
-
-static __always_inline bool last_thread(struct task_struct *task)
-{
-	return BPF_CORE_READ(task, signal, live.counter) == 0;
-}
-#else
-/* A child's tgid cannot be read at fork without BTF: its task pointer is
- * remembered and the child recognised at its first sample or fork. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u64);   /* task_struct address */
-	__type(value, __u32); /* parent's tgid */
-} new_children SEC(".maps");
-
-static __always_inline void adopt_child(struct task_struct *child, __u32 parent_tgid)
-{
-	__u64 key = (__u64)child;
-
-	bpf_map_update_elem(&new_children, &key, &parent_tgid, BPF_ANY);
-}
-
-static __always_inline bool adopted_current(__u32 tgid)
-{
-	__u64 key = bpf_get_current_task();
-	__u32 *parent = bpf_map_lookup_elem(&new_children, &key);
-
-	if (!parent)
-		return false;
-	adopt_python(*parent, tgid);
-	bpf_map_delete_elem(&new_children, &key);
-	trace_tgid(tgid);
-	return true;
-}
-
-static __always_inline void forget_child(struct task_struct *task)
-{
-	__u64 key = (__u64)task;
-
-	bpf_map_delete_elem(&new_children, &key);
-}
-
-static __always_inline bool last_thread(struct task_struct *task)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-
-	return (__u32)id == id >> 32;
-}
-#endif
-
-static __always_inline bool traced(__u32 tgid)
-{
-	if (bpf_map_lookup_elem(&traced_tgids, &tgid))
-		return true;
-	return adopted_current(tgid);
-}
+#define TRACED_ON_ADOPT(parent_tgid, tgid) adopt_python(parent_tgid, tgid)
+#include "traced_processes.bpf.h"
 
 static long find_step(__u32 i, void *ctx)
 {

@@ -3,9 +3,17 @@
  * its descendants. The native span object (bpf/span.bpf.c) keeps it
  * with its fork and exit tracepoints; the Python span object reads the
  * same maps (the loader hands it the native object's, bpf_map__reuse_fd),
- * so one set serves both. Include after call_stack.bpf.h. */
+ * so one set serves both; the sampler (bpf/sampler.bpf.c) keeps its own
+ * by the same rules. Included after call_stack.bpf.h, a target named in
+ * the loader's own PID namespace is recognised too. An object that
+ * learns more about a child at adoption defines
+ * TRACED_ON_ADOPT(parent_tgid, tgid) before including this. */
 #ifndef PMETRICS_TRACED_PROCESSES_BPF_H
 #define PMETRICS_TRACED_PROCESSES_BPF_H
+
+#ifndef TRACED_ON_ADOPT
+#define TRACED_ON_ADOPT(parent_tgid, tgid) ((void)0)
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -14,6 +22,7 @@ struct {
 	__type(value, __u8);
 } traced_tgids SEC(".maps");
 
+#ifdef PMETRICS_CALL_STACK_BPF_H
 /* The targets as the loader named them, when it runs in a PID namespace
  * of its own (engine.pidns_ino): their kernel tgids are learnt at their
  * first probe hit or fork, and then kept in traced_tgids. */
@@ -23,6 +32,7 @@ struct {
 	__type(key, __u32); /* tgid in the loader's namespace */
 	__type(value, __u8);
 } ns_targets SEC(".maps");
+#endif
 
 static __always_inline void trace_tgid(__u32 tgid)
 {
@@ -38,8 +48,10 @@ static __always_inline void adopt_child(struct task_struct *child, __u32 parent_
 {
 	__u32 tgid = BPF_CORE_READ(child, tgid);
 
-	if (tgid != parent_tgid)
+	if (tgid != parent_tgid) {
 		trace_tgid(tgid);
+		TRACED_ON_ADOPT(parent_tgid, tgid);
+	}
 }
 
 static __always_inline bool adopted_current(__u32 tgid)
@@ -80,9 +92,11 @@ static __always_inline void adopt_child(struct task_struct *child, __u32 parent_
 static __always_inline bool adopted_current(__u32 tgid)
 {
 	__u64 key = bpf_get_current_task();
+	__u32 *parent = bpf_map_lookup_elem(&new_children, &key);
 
-	if (!bpf_map_lookup_elem(&new_children, &key))
+	if (!parent)
 		return false;
+	TRACED_ON_ADOPT(*parent, tgid);
 	bpf_map_delete_elem(&new_children, &key);
 	trace_tgid(tgid);
 	return true;
@@ -106,6 +120,7 @@ static __always_inline bool last_thread(struct task_struct *task)
 }
 #endif
 
+#ifdef PMETRICS_CALL_STACK_BPF_H
 /* The target as the loader named it in its own PID namespace: is the
  * current process, TGID to the kernel, that one? Then it is traced. */
 static __always_inline bool named_by_loader(__u32 tgid)
@@ -120,6 +135,12 @@ static __always_inline bool named_by_loader(__u32 tgid)
 	trace_tgid(tgid);
 	return true;
 }
+#else
+static __always_inline bool named_by_loader(__u32 tgid)
+{
+	return false;
+}
+#endif
 
 /* Is TGID, the current process, traced? */
 static __always_inline bool traced(__u32 tgid)
