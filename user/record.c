@@ -149,7 +149,7 @@ static int check_kernel(struct session *s)
 	kernel_check_probe(&f);
 	kernel_check_capabilities(&f, caps);
 	bpf_loader_set_uprobe_multi(f.uprobe_multi == 1);
-	if (o->verbose)
+	if (o->verbose && has_probes(o, PROBE_PYTHON))
 		fprintf(stderr, "pmetrics: Python uprobes %s\n",
 			f.uprobe_multi == 1 ? "in multi-uprobe links (one per program)"
 					    : "one link each (no multi-uprobe links here)");
