@@ -3,6 +3,7 @@
  * frames, span states, the profile writer; see sampler.h. The samples
  * themselves come from a source (sampler_source.h). */
 #include "sampler.h"
+#include "array_grow.h"
 #include "sampler_source.h"
 
 #include <errno.h>
@@ -241,15 +242,8 @@ struct proc_state *sampler_proc(struct sampler *s, pid_t pid)
 	uint64_t now = monotonic_ns();
 
 	if (!p) {
-		if (s->n_procs == s->cap_procs) {
-			size_t cap = s->cap_procs ? s->cap_procs * 2 : 16;
-			struct proc_state *grown = realloc(s->procs, cap * sizeof(*grown));
-
-			if (!grown)
-				return NULL;
-			s->procs = grown;
-			s->cap_procs = cap;
-		}
+		if (!array_grow((void **)&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs)))
+			return NULL;
 		p = &s->procs[s->n_procs++];
 		memset(p, 0, sizeof(*p));
 		p->pid = pid;
@@ -491,16 +485,9 @@ static void keep_pending(struct sampler *s, const struct raw_sample *r, const ch
 			     n_states, stack_id);
 		return;
 	}
-	if (s->n_pending == s->cap_pending) {
-		size_t cap = s->cap_pending ? s->cap_pending * 2 : 64;
-		struct pending_off *grown = realloc(s->pending, cap * sizeof(*grown));
-
-		if (!grown) {
-			profile_writer_lost(s->w, PROFILE_LOSS_ROWS_NOT_WRITTEN, 1);
-			return;
-		}
-		s->pending = grown;
-		s->cap_pending = cap;
+	if (!array_grow((void **)&s->pending, &s->cap_pending, s->n_pending + 1, sizeof(*s->pending))) {
+		profile_writer_lost(s->w, PROFILE_LOSS_ROWS_NOT_WRITTEN, 1);
+		return;
 	}
 	p = &s->pending[s->n_pending++];
 	*p = (struct pending_off){ .pid = r->pid, .tid = r->tid, .out_ns = r->mono_ns,

@@ -13,6 +13,7 @@
  * wakes this one at every sample), so on-CPU it is where the thread is a
  * few microseconds later, off-CPU exactly where it waits. */
 #include "sampler_source.h"
+#include "array_grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -61,24 +62,6 @@ struct perf_source {
 	uint64_t fp[MAX_USER], kernel[MAX_KERNEL];
 	struct py_frame_ref py[PY_MAX_FRAMES];
 };
-
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	void *p;
-	size_t want;
-
-	if (need <= *cap)
-		return true;
-	want = *cap ? *cap * 2 : 64;
-	while (want < need)
-		want *= 2;
-	p = realloc(*arr, want * elem);
-	if (!p)
-		return false;
-	*arr = p;
-	*cap = want;
-	return true;
-}
 
 /* ---- opening the events ------------------------------------------------- */
 
@@ -132,7 +115,7 @@ static int add_event(struct perf_source *p, pid_t tid, int cpu, bool off_cpu)
 
 	if (fd < 0)
 		return -errno;
-	if (!grow((void **)&p->fds, &p->cap_fds, p->n_fds + 1, sizeof(*p->fds))) {
+	if (!array_grow((void **)&p->fds, &p->cap_fds, p->n_fds + 1, sizeof(*p->fds))) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -140,7 +123,7 @@ static int add_event(struct perf_source *p, pid_t tid, int cpu, bool off_cpu)
 	if (off_cpu) {
 		if (ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
 			return -errno;
-		if (!grow((void **)&p->off_ids, &p->cap_off_ids, p->n_off_ids + 1, sizeof(id)))
+		if (!array_grow((void **)&p->off_ids, &p->cap_off_ids, p->n_off_ids + 1, sizeof(id)))
 			return -ENOMEM;
 		p->off_ids[p->n_off_ids++] = id;
 	}
@@ -321,7 +304,7 @@ static void on_record(struct perf_source *p, const struct perf_event_header *h)
 		break;
 	case PERF_RECORD_SWITCH:
 		if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT) && trailer(b, len, &pid, &tid, &time) &&
-		    grow((void **)&p->ins, &p->cap_ins, p->n_ins + 1, sizeof(*p->ins))) {
+		    array_grow((void **)&p->ins, &p->cap_ins, p->n_ins + 1, sizeof(*p->ins))) {
 			p->ins[p->n_ins].tid = (pid_t)tid;
 			p->ins[p->n_ins++].time = time;
 		}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* DWARF unwinding of sampled user stacks with libdw; see sampler_unwind.h. */
 #include "sampler_unwind.h"
+#include "array_grow.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
@@ -195,15 +196,8 @@ static struct proc_dwfl *proc_of(struct unwinder *u, pid_t pid)
 	for (size_t i = 0; i < u->n; i++)
 		if (u->procs[i].pid == pid)
 			return &u->procs[i];
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 8;
-		struct proc_dwfl *grown = realloc(u->procs, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		u->procs = grown;
-		u->cap = cap;
-	}
+	if (!array_grow((void **)&u->procs, &u->cap, u->n + 1, sizeof(*u->procs)))
+		return NULL;
 	u->procs[u->n] = (struct proc_dwfl){ .pid = pid };
 	return &u->procs[u->n++];
 }

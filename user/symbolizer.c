@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Native symbolisation of sampled addresses; see symbolizer.h. */
 #include "symbolizer.h"
+#include "array_grow.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -71,24 +72,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t want;
-	void *p;
-
-	if (need <= *cap)
-		return true;
-	want = *cap ? *cap * 2 : 16;
-	while (want < need)
-		want *= 2;
-	p = realloc(*arr, want * elem);
-	if (!p)
-		return false;
-	*arr = p;
-	*cap = want;
-	return true;
-}
-
 /* ---- /proc/PID/maps ---------------------------------------------------- */
 
 int proc_maps_read(pid_t pid, struct proc_map **out)
@@ -111,7 +94,7 @@ int proc_maps_read(pid_t pid, struct proc_map **out)
 		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu %n", &start, &end, &off, &major, &minor,
 			   &ino, &name_at) < 6)
 			continue;
-		if (!grow((void **)&maps, &cap, n + 1, sizeof(*maps)))
+		if (!array_grow((void **)&maps, &cap, n + 1, sizeof(*maps)))
 			break;
 		name = name_at ? line + name_at : line + strlen(line);
 		if ((nl = strchr(name, '\n')))
@@ -160,7 +143,7 @@ static const char *pool_copy(struct elf_funcs *f, const char *s)
 		f->pool_used += len;
 		return memcpy(block, s, len);
 	}
-	if (!grow((void **)&f->pools, &f->cap_pools, f->n_pools + 1, sizeof(*pools)))
+	if (!array_grow((void **)&f->pools, &f->cap_pools, f->n_pools + 1, sizeof(*pools)))
 		return NULL;
 	block = malloc(len > POOL_BYTES ? len : POOL_BYTES);
 	if (!block)
@@ -183,7 +166,7 @@ static void collect_function(const struct elf_sym *sym, void *ctx)
 
 	if ((sym->type != STT_FUNC && sym->type != STT_GNU_IFUNC) || !sym->value)
 		return;
-	if (!grow((void **)&f->syms, &f->cap, f->n + 1, sizeof(*f->syms)))
+	if (!array_grow((void **)&f->syms, &f->cap, f->n + 1, sizeof(*f->syms)))
 		return;
 	name = pool_copy(f, sym->name);
 	if (!name)
@@ -331,7 +314,7 @@ static struct elf_funcs *file_funcs(struct symbolizer *s, pid_t pid, const struc
 	for (size_t i = 0; i < s->n_files; i++)
 		if (s->files[i]->dev == map->dev && s->files[i]->ino == map->ino)
 			return s->files[i];
-	if (!grow((void **)&s->files, &s->cap_files, s->n_files + 1, sizeof(*s->files)))
+	if (!array_grow((void **)&s->files, &s->cap_files, s->n_files + 1, sizeof(*s->files)))
 		return NULL;
 	proc_map_file(pid, map, path, sizeof(path));
 	f = load_file(path, map->dev, map->ino);
@@ -370,7 +353,7 @@ static struct proc_entry *proc_of(struct symbolizer *s, pid_t pid)
 	for (size_t i = 0; i < s->n_procs; i++)
 		if (s->procs[i].pid == pid)
 			return &s->procs[i];
-	if (!grow((void **)&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs)))
+	if (!array_grow((void **)&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs)))
 		return NULL;
 	s->procs[s->n_procs] = (struct proc_entry){ .pid = pid };
 	read_maps(&s->procs[s->n_procs]);
@@ -486,7 +469,7 @@ static void read_kallsyms(struct symbolizer *s)
 		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr ||
 		    (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
-		if (!grow((void **)&s->ksyms, &cap, s->n_ksyms + 1, sizeof(*s->ksyms)))
+		if (!array_grow((void **)&s->ksyms, &cap, s->n_ksyms + 1, sizeof(*s->ksyms)))
 			break;
 		s->ksyms[s->n_ksyms].addr = addr;
 		s->ksyms[s->n_ksyms].name = strdup(name);
