@@ -30,7 +30,7 @@ run() {
 	/usr/bin/time -f '%e %M' -o "$out/time" "$@" >"$out/$name.out" 2>/dev/null
 	read -r SECS RSS_KB <"$out/time"
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "$0")/lib.sh"
 
 pm_times=()
 for _ in $(seq 1 "$rounds"); do

@@ -25,14 +25,9 @@ scale=${BENCH_ASYNC_SCALE:-1}
 out=$(mktemp -d /tmp/pmetrics-bench-py.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "$0")/lib.sh"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { print a - b }'; }
-interpreter() {
-	local root
-	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
-}
 
 # stripped_dir PY MINOR: a directory with PY's libpython stripped to .dynsym.
 stripped_dir() {

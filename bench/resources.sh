@@ -25,7 +25,7 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$out"' EXIT
 bash .ci/install-deps python3-psutil >/dev/null 2>&1 || true
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "$0")/lib.sh"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "n/a" }'; }
 # cpu_s PID: on-CPU seconds of all of PID's threads so far (schedstat:
 # the scheduler's ns, not 10 ms ticks).

@@ -13,13 +13,8 @@ rounds=${BENCH_ROUNDS:-5}
 out=$(mktemp -d /tmp/pmetrics-bench-sampling.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "$0")/lib.sh"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.3fx", a / b; else printf "-" }'; }
-interpreter() {
-	local root
-	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
-	ls -d "$root"/versions/"$1".*/bin/python"$1" 2>/dev/null | head -n 1
-}
 
 # run PY METHOD HZ: "workload-cpu-s tool-cpu-s" of one run, or nothing.
 run() {

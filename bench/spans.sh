@@ -15,7 +15,7 @@ bash .ci/install-deps time >/dev/null 2>&1 || true
 bash .ci/install-deps bpftrace >/dev/null 2>&1 || true
 bash .ci/install-deps libbpf-tools >/dev/null 2>&1 || true
 
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+source "$(dirname "$0")/lib.sh"
 
 run() { # prints ns per call for one method
 	case $1 in
