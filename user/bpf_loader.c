@@ -304,9 +304,10 @@ void bpf_links_destroy(struct bpf_links *l)
 
 /* ---- multi-uprobe links ------------------------------------------------------ */
 
-/* The kernel's attach type and flag (Linux 6.6), newer than the uapi
- * headers and libbpf this builds with. */
+/* The kernel's attach types (multi 6.6, session 6.13) and flag, newer
+ * than the uapi headers and libbpf this builds with. */
 #define PM_TRACE_UPROBE_MULTI 48
+#define PM_TRACE_UPROBE_SESSION 57
 #define PM_F_UPROBE_MULTI_RETURN 1u
 
 /* BPF_LINK_CREATE's attributes for a multi-uprobe link, laid out as the
@@ -317,7 +318,7 @@ struct uprobe_multi_attr {
 	__u32 cnt, multi_flags, pid;
 };
 
-static bool use_uprobe_multi;
+static bool use_uprobe_multi, use_uprobe_session;
 
 void bpf_loader_set_uprobe_multi(bool on)
 {
@@ -341,8 +342,23 @@ void bpf_loader_prepare_uprobes(struct bpf_object *obj)
 				prog, (enum bpf_attach_type)PM_TRACE_UPROBE_MULTI);
 }
 
-int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
-			  __u32 pid)
+void bpf_loader_set_uprobe_session(bool on)
+{
+	use_uprobe_session = on;
+}
+
+bool bpf_loader_uprobe_session(void)
+{
+	return use_uprobe_multi && use_uprobe_session;
+}
+
+void bpf_loader_prepare_session(struct bpf_program *prog)
+{
+	bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)PM_TRACE_UPROBE_SESSION);
+}
+
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n,
+			  enum uprobe_kind kind, __u32 pid)
 {
 	union bpf_attr attr;
 	struct uprobe_multi_attr *a = (struct uprobe_multi_attr *)&attr;
@@ -352,37 +368,38 @@ int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, i
 		       "multi-uprobe attributes fit in union bpf_attr");
 	memset(&attr, 0, sizeof(attr));
 	a->prog_fd = (__u32)prog_fd;
-	a->attach_type = PM_TRACE_UPROBE_MULTI;
+	a->attach_type = kind == UPROBE_SESSION ? PM_TRACE_UPROBE_SESSION : PM_TRACE_UPROBE_MULTI;
 	a->path = (__u64)(uintptr_t)path;
 	a->offsets = (__u64)(uintptr_t)offsets;
 	a->cnt = (__u32)n;
-	a->multi_flags = ret ? PM_F_UPROBE_MULTI_RETURN : 0;
+	a->multi_flags = kind == UPROBE_RETURN ? PM_F_UPROBE_MULTI_RETURN : 0;
 	a->pid = pid;
 	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
 }
 
-static struct uprobe_group *group_of(struct bpf_links *l, struct bpf_program *prog, bool ret)
+static struct uprobe_group *group_of(struct bpf_links *l, struct bpf_program *prog,
+				     enum uprobe_kind kind)
 {
 	for (int i = 0; i < l->n_groups; i++)
-		if (l->groups[i].prog == prog && l->groups[i].ret == ret)
+		if (l->groups[i].prog == prog && l->groups[i].kind == kind)
 			return &l->groups[i];
 	if (l->n_groups == (int)(sizeof(l->groups) / sizeof(l->groups[0])))
 		return NULL;
-	l->groups[l->n_groups] = (struct uprobe_group){ .prog = prog, .ret = ret };
+	l->groups[l->n_groups] = (struct uprobe_group){ .prog = prog, .kind = kind };
 	return &l->groups[l->n_groups++];
 }
 
-int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, bool ret, const char *path,
-		     __u64 offset, int pid, const char *what)
+int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, enum uprobe_kind kind,
+		     const char *path, __u64 offset, int pid, const char *what)
 {
 	struct uprobe_group *g;
 
 	if (!use_uprobe_multi)
-		return bpf_links_add(l, bpf_program__attach_uprobe(prog, ret, pid, path,
-								   (size_t)offset),
+		return bpf_links_add(l, bpf_program__attach_uprobe(prog, kind == UPROBE_RETURN, pid,
+								   path, (size_t)offset),
 				     what);
-	g = group_of(l, prog, ret);
+	g = group_of(l, prog, kind);
 	if (!g || g->n == (int)(sizeof(g->offsets) / sizeof(g->offsets[0]))) {
 		fprintf(stderr, "pmetrics: cannot attach %s: too many uprobes for one link\n", what);
 		return -E2BIG;
@@ -398,7 +415,7 @@ int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char 
 	for (int i = 0; !err && i < l->n_groups; i++) {
 		struct uprobe_group *g = &l->groups[i];
 		int fd = bpf_uprobe_multi_link(bpf_program__fd(g->prog), path, g->offsets, g->n,
-					       g->ret, pid > 0 ? (__u32)pid : 0);
+					       g->kind, pid > 0 ? (__u32)pid : 0);
 
 		if (fd >= 0 && l->n_fds == (int)(sizeof(l->fds) / sizeof(l->fds[0]))) {
 			close(fd);
@@ -407,7 +424,10 @@ int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char 
 		if (fd < 0) {
 			err = fd;
 			fprintf(stderr, "pmetrics: cannot attach %s (%d %s of %s): %s\n", what, g->n,
-				g->ret ? "uretprobes" : "uprobes", bpf_program__name(g->prog),
+				g->kind == UPROBE_RETURN    ? "uretprobes"
+				: g->kind == UPROBE_SESSION ? "uprobe sessions"
+							    : "uprobes",
+				bpf_program__name(g->prog),
 				strerror(-err));
 		} else {
 			l->fds[l->n_fds++] = fd;

@@ -60,10 +60,15 @@ int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *w
 /* Loads OBJ. Returns 0, or -errno after a one-line error naming WHAT. */
 int bpf_loader_load(struct bpf_object *obj, const char *what);
 
+/* Where a uprobe fires: at the function's entry, at its return, or both
+ * as one session (Linux 6.13), whose return side runs only for the calls
+ * whose entry returned 0. */
+enum uprobe_kind { UPROBE_ENTRY, UPROBE_RETURN, UPROBE_SESSION };
+
 /* Uprobes of one program waiting to be attached as one multi-uprobe link. */
 struct uprobe_group {
 	struct bpf_program *prog;
-	bool ret;
+	enum uprobe_kind kind;
 	int n;
 	__u64 offsets[8];
 };
@@ -95,16 +100,23 @@ void bpf_links_destroy(struct bpf_links *l);
 void bpf_loader_set_uprobe_multi(bool on);
 bool bpf_loader_uprobe_multi(void);
 void bpf_loader_prepare_uprobes(struct bpf_object *obj);
-/* BPF_LINK_CREATE of a multi-uprobe link for process PID (0: every
- * process): an fd, or -errno. */
-int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n, bool ret,
-			  __u32 pid);
-/* A uprobe (RET: uretprobe) of PROG at OFFSET in PATH, for PID (-1: every
- * process): attached now, or with multi-uprobe links queued until
- * bpf_links_commit(), which attaches each program's queue as one link.
- * 0, or -errno after a one-line error naming WHAT. */
-int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, bool ret, const char *path,
-		     __u64 offset, int pid, const char *what);
+/* Uprobe sessions (multi-uprobe links of a newer kind): an untimed call
+ * traps once instead of twice. Probed by kernel_check like the links;
+ * a session program is marked before load. */
+void bpf_loader_set_uprobe_session(bool on);
+bool bpf_loader_uprobe_session(void);
+void bpf_loader_prepare_session(struct bpf_program *prog);
+/* BPF_LINK_CREATE of a multi-uprobe link of KIND for process PID (0:
+ * every process): an fd, or -errno. */
+int bpf_uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets, int n,
+			  enum uprobe_kind kind, __u32 pid);
+/* A uprobe of KIND (UPROBE_SESSION only where sessions are on) of PROG
+ * at OFFSET in PATH, for PID (-1: every process): attached now, or with
+ * multi-uprobe links queued until bpf_links_commit(), which attaches
+ * each program's queue as one link. 0, or -errno after a one-line error
+ * naming WHAT. */
+int bpf_links_uprobe(struct bpf_links *l, struct bpf_program *prog, enum uprobe_kind kind,
+		     const char *path, __u64 offset, int pid, const char *what);
 int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char *what);
 
 #endif

@@ -242,6 +242,26 @@ void kernel_check_release(void)
 	teardown.running = false;
 }
 
+/* Is a test asking to behave as a kernel without this? */
+static bool said_no(const char *test_variable)
+{
+	const char *v = getenv(test_variable);
+
+	return v && strcmp(v, "1") == 0;
+}
+
+/* An empty program for multi-uprobe links of attach type TYPE. */
+static int empty_multi_program(int type)
+{
+	const struct bpf_insn empty[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)type);
+
+	return bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pm_multi_test", "GPL", empty, 2, &opts);
+}
+
 /* Multi-uprobe links that filter by process. Asked of the kernel without
  * placing a uprobe: a link on "/" (a directory) fails with EBADF where
  * the attach type exists; the first kernels with it (6.6-6.9 before a
@@ -250,22 +270,27 @@ void kernel_check_release(void)
  * every other thread's calls, so such a kernel counts as without. */
 static int try_uprobe_multi(void)
 {
-	const struct bpf_insn empty[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)48);
-	const char *test = getenv("PMETRICS_TEST_NO_UPROBE_MULTI");
 	const __u64 offset = 0;
 	int prog, ok;
 
-	if (test && strcmp(test, "1") == 0)
+	if (said_no("PMETRICS_TEST_NO_UPROBE_MULTI") || (prog = empty_multi_program(48)) < 0)
 		return 0;
-	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pm_multi_test", "GPL", empty, 2, &opts);
-	if (prog < 0)
+	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_ENTRY, 0) == -EBADF &&
+	     bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_ENTRY, (__u32)-1) == -EINVAL;
+	close(prog);
+	return ok;
+}
+
+/* Uprobe sessions, asked the same way: a kernel without them refuses the
+ * attach type (EINVAL) before it looks at the path. */
+static int try_uprobe_session(void)
+{
+	const __u64 offset = 0;
+	int prog, ok;
+
+	if (said_no("PMETRICS_TEST_NO_UPROBE_SESSION") || (prog = empty_multi_program(57)) < 0)
 		return 0;
-	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, false, 0) == -EBADF &&
-	     bpf_uprobe_multi_link(prog, "/", &offset, 1, false, (__u32)-1) == -EINVAL;
+	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_SESSION, 0) == -EBADF;
 	close(prog);
 	return ok;
 }
@@ -369,6 +394,7 @@ void kernel_check_probe(struct kernel_facts *f)
 	kernel_check_release();
 	f->uprobe = try_uprobe();
 	f->uprobe_multi = f->uprobe == 1 ? try_uprobe_multi() : 0;
+	f->uprobe_session = f->uprobe_multi == 1 ? try_uprobe_session() : 0;
 	f->cookie = try_program("probe_cookie", false);
 	f->raw_tp = try_program("probe_raw_tp", true);
 	f->task_iter = f->btf == KERNEL_BTF_OWN ? try_program("probe_task_iter", true) : 0;

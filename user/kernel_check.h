@@ -40,8 +40,9 @@ struct kernel_facts {
 	 * bpf() failed so (EPERM: not privileged where it counts) or it could
 	 * not be tried (not root). */
 	int bpf_syscall, uprobe, cookie, ringbuf, raw_tp, task_iter, perf_event_bpf, perf_events;
-	/* multi-uprobe links (6.6); PMETRICS_TEST_NO_UPROBE_MULTI=1 says no */
-	int uprobe_multi;
+	/* multi-uprobe links (6.6) and uprobe sessions (6.13);
+	 * PMETRICS_TEST_NO_UPROBE_MULTI=1 and _NO_UPROBE_SESSION=1 say no */
+	int uprobe_multi, uprobe_session;
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
 	bool initial_userns;   /* in the initial user namespace, where those count */

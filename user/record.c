@@ -149,10 +149,13 @@ static int check_kernel(struct session *s)
 	kernel_check_probe(&f);
 	kernel_check_capabilities(&f, caps);
 	bpf_loader_set_uprobe_multi(f.uprobe_multi == 1);
+	bpf_loader_set_uprobe_session(f.uprobe_session == 1);
 	if (o->verbose && has_probes(o, PROBE_PYTHON))
-		fprintf(stderr, "pmetrics: Python uprobes %s\n",
+		fprintf(stderr, "pmetrics: Python uprobes %s%s\n",
 			f.uprobe_multi == 1 ? "in multi-uprobe links (one per program)"
-					    : "one link each (no multi-uprobe links here)");
+					    : "one link each (no multi-uprobe links here)",
+			f.uprobe_session == 1 ? "; uprobe sessions: an untimed call traps once"
+					      : "");
 	if ((has_probes(o, PROBE_NATIVE) && caps[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING) ||
 	    (has_probes(o, PROBE_PYTHON) && caps[CAP_PYTHON_SPANS].state == CAPABILITY_MISSING)) {
 		say_capability(caps, has_probes(o, PROBE_NATIVE) ? CAP_NATIVE_SPANS : CAP_PYTHON_SPANS);
