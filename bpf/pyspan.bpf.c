@@ -467,70 +467,107 @@ static __always_inline bool traced_current(void)
 	return traced(bpf_get_current_pid_tgid() >> 32);
 }
 
-/* Every function that runs a coroutine or generator step from C, with
- * the object as its first argument. */
-SEC("uprobe")
-int py_coro_step(struct pt_regs *ctx)
+/* ---- uprobe sessions ----------------------------------------------------- */
+
+/* With uprobe sessions (Linux 6.13) one program sees a call's entry and,
+ * only when that returned 0, its return: an untimed call traps once
+ * instead of twice. Which side runs: at a return the kernel has already
+ * set the instruction pointer to the return address, at the entry it is
+ * the probed address, the one bpf_get_func_ip() gives on both sides. */
+static __always_inline bool session_at_return(struct pt_regs *ctx)
+{
+	return PT_REGS_IP(ctx) != bpf_get_func_ip(ctx);
+}
+
+/* An entry's answer to the session: 0 asks for the return, 1 skips it. */
+static __always_inline int session_wants_return(bool wanted)
+{
+	return wanted ? 0 : 1;
+}
+
+/* A step of the object in the first argument is about to run: whether
+ * its return matters (a timed coroutine's step, remembered). */
+static __always_inline bool coro_step_entry(struct pt_regs *ctx)
 {
 	__u64 gen = PT_REGS_PARM1(ctx), frame, now;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 value, idx, depth;
 
 	if (!gen || !traced_current())
-		return 0;
+		return false;
 	if (any_iterator && !is_coroutine_or_generator(gen))
-		return 0;
+		return false;
 	frame = gen_frame(gen);
 	if (!frame || gen_finished(gen))
-		return 0; /* finished: the call raises, nothing runs */
+		return false; /* finished: the call raises, nothing runs */
 	if (step_already_pending(tid, gen))
-		return 0;
+		return false;
 	value = gen_verdict(gen, frame);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
-		return 0;
+		return false;
 	idx = value & PYSPAN_CODE_IDX_MASK;
 	now = bpf_ktime_get_ns();
-	if (step_begins(gen, frame, idx, tid, now))
-		push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth);
-	return 0;
+	return step_begins(gen, frame, idx, tid, now) &&
+	       push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth);
 }
 
-SEC("uretprobe")
-int py_coro_step_return(struct pt_regs *ctx)
+static __always_inline void coro_step_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct pending_call *call = pop_pending(ctx, (__u32)bpf_get_current_pid_tgid());
 
 	if (call && (call->flags & CALL_CORO_STEP) && gen_finished(call->aux))
 		coro_close(call->aux, now);
+}
+
+/* Every function that runs a coroutine or generator step from C, with
+ * the object as its first argument. */
+SEC("uprobe")
+int py_coro_step(struct pt_regs *ctx)
+{
+	coro_step_entry(ctx);
 	return 0;
+}
+
+SEC("uretprobe")
+int py_coro_step_return(struct pt_regs *ctx)
+{
+	coro_step_exit(ctx);
+	return 0;
+}
+
+SEC("uprobe")
+int py_coro_step_session(struct pt_regs *ctx)
+{
+	if (session_at_return(ctx)) {
+		coro_step_exit(ctx);
+		return 0;
+	}
+	return session_wants_return(coro_step_entry(ctx));
 }
 
 /* ---- 3.12+: creation and deallocation ----------------------------------- */
 
 /* _Py_MakeCoro(func): a coroutine or generator object is made for the
  * function about to be called; its first step follows in the eval loop
- * (an await), or later from C (a task). */
-SEC("uprobe")
-int py_make_coro(struct pt_regs *ctx)
+ * (an await), or later from C (a task). Whether it is a timed one. */
+static __always_inline bool make_coro_entry(struct pt_regs *ctx)
 {
 	__u64 func = PT_REGS_PARM1(ctx), code;
 	__u32 value, depth;
 
 	if (!func || !traced_current())
-		return 0;
+		return false;
 	code = read_ptr(func + layout.func_code);
 	value = code_verdict(code, func + layout.func_qualname);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
-		return 0;
-	push_pending(ctx, (__u32)bpf_get_current_pid_tgid(), code, bpf_ktime_get_ns(),
-		     value & PYSPAN_CODE_IDX_MASK, CALL_CREATION, &depth);
-	return 0;
+		return false;
+	return push_pending(ctx, (__u32)bpf_get_current_pid_tgid(), code, bpf_ktime_get_ns(),
+			    value & PYSPAN_CODE_IDX_MASK, CALL_CREATION, &depth);
 }
 
 /* Its return value is the new object: its span is known from here. */
-SEC("uretprobe")
-int py_make_coro_return(struct pt_regs *ctx)
+static __always_inline void make_coro_exit(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct pending_call *call = pop_pending(ctx, tid);
@@ -540,12 +577,36 @@ int py_make_coro_return(struct pt_regs *ctx)
 	 * the same address */
 	if (call && (call->flags & CALL_CREATION) && gen)
 		coro_open(gen, call->probe, tid, call->start_ns, call->aux);
+}
+
+SEC("uprobe")
+int py_make_coro(struct pt_regs *ctx)
+{
+	make_coro_entry(ctx);
 	return 0;
 }
 
+SEC("uretprobe")
+int py_make_coro_return(struct pt_regs *ctx)
+{
+	make_coro_exit(ctx);
+	return 0;
+}
+
+SEC("uprobe")
+int py_make_coro_session(struct pt_regs *ctx)
+{
+	if (session_at_return(ctx)) {
+		make_coro_exit(ctx);
+		return 0;
+	}
+	return session_wants_return(make_coro_entry(ctx));
+}
+
 /* gen_dealloc(gen): a timed coroutine that finished inside the eval loop
- * ends here (its awaiter dropped it right after its return); one freed
- * before it finished gives no row. */
+ * ends here (its awaiter dropped it right after its return). One freed
+ * while suspended is closed next (its finaliser calls gen_close, a
+ * hooked step): its span ends there. One never stepped gives no row. */
 SEC("uprobe")
 int py_gen_dealloc(struct pt_regs *ctx)
 {
@@ -563,11 +624,57 @@ int py_gen_dealloc(struct pt_regs *ctx)
 		coro_close(gen, now);
 		return 0;
 	}
-	/* never stepped, or freed while suspended (closed unfinished) */
-	count(layout.gen_iframe && gen_state(gen) == layout.state_created ? SPAN_CNT_CORO_UNSTARTED
-									 : SPAN_CNT_CORO_UNFINISHED);
-	span_context_drop_coro(gen, open);
-	bpf_map_delete_elem(&open_coros, &k);
+	if (gen_state(gen) == layout.state_created) {
+		count(SPAN_CNT_CORO_UNSTARTED);
+		span_context_drop_coro(gen, open);
+		bpf_map_delete_elem(&open_coros, &k);
+	}
+	return 0;
+}
+
+/* ---- 3.8-3.11: an exception thrown through awaits -------------------------- */
+
+#define THROWN_MAX 8
+
+/* The open coroutines of this thread that have finished, up to THROWN_MAX. */
+struct thrown_through {
+	__u64 gen[THROWN_MAX];
+	__u32 n, tgid, tid;
+};
+
+static long collect_finished(struct bpf_map *map, struct coro_key *key, struct open_coro *open,
+			     struct thrown_through *out)
+{
+	if (key->tgid != out->tgid || open->tid != out->tid)
+		return 0;
+	if (out->n >= THROWN_MAX)
+		return 1;
+	if (gen_finished(key->gen))
+		out->gen[out->n++ & (THROWN_MAX - 1)] = key->gen;
+	return 0;
+}
+
+/* _PyGen_FetchStopIterationValue(): an exception thrown into a coroutine
+ * (coroutine.throw(): a task cancelled) is passed down to the one it
+ * awaits, and so on; when one of those finished (raised, or returned
+ * after catching it) the one awaiting it drops it and calls this, before
+ * going on. That coroutine had no step return of its own: every finished
+ * open coroutine of the thread ends now. Also called when some other
+ * iterator finishes; there is then nothing to end. */
+SEC("uprobe")
+int py_throw_through(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct thrown_through found = { .tgid = id >> 32, .tid = (__u32)id };
+
+	if (!traced_current())
+		return 0;
+	bpf_for_each_map_elem(&open_coros, collect_finished, &found, 0);
+	for (__u32 i = 0; i < THROWN_MAX; i++) {
+		if (i >= found.n)
+			break;
+		coro_close(found.gen[i & (THROWN_MAX - 1)], now);
+	}
 	return 0;
 }
 
@@ -575,21 +682,19 @@ int py_gen_dealloc(struct pt_regs *ctx)
 
 /* _PyFunction_Vectorcall(func, ...): a Python function is called. A
  * coroutine or generator function only makes its object here: those are
- * timed by their steps. */
-SEC("uprobe")
-int py_call(struct pt_regs *ctx)
+ * timed by their steps. Whether it is a timed one. */
+static __always_inline bool call_entry(struct pt_regs *ctx)
 {
 	__u64 func = PT_REGS_PARM1(ctx);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), value, idx;
-
 	struct pending_call *call;
 	__u32 depth;
 
 	if (!func || !traced_current())
-		return 0;
+		return false;
 	value = code_verdict(read_ptr(func + layout.func_code), func + layout.func_qualname);
 	if (value == PYSPAN_CODE_NO_MATCH || (value & PYSPAN_CODE_IS_GEN))
-		return 0;
+		return false;
 	idx = value & PYSPAN_CODE_IDX_MASK;
 	count_probe(idx, PYSPAN_PC_ENTRIES);
 	call = push_pending(ctx, tid, 0, bpf_ktime_get_ns(), idx, CALL_OWNS_CONTEXT, &depth);
@@ -599,11 +704,10 @@ int py_call(struct pt_regs *ctx)
 
 		span_context_begin(&k, tgid, tid);
 	}
-	return 0;
+	return call;
 }
 
-SEC("uretprobe")
-int py_call_return(struct pt_regs *ctx)
+static __always_inline void call_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), tgid = bpf_get_current_pid_tgid() >> 32;
@@ -613,15 +717,38 @@ int py_call_return(struct pt_regs *ctx)
 	__u32 depth = 0;
 
 	if (!st)
-		return 0;
+		return;
 	call = call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
 	if (!call || !(call->flags & CALL_OWNS_CONTEXT))
-		return 0;
+		return;
 	k = call_context_key(call, tid, tgid, depth);
 	span_emit(call->start_ns, now, probes[call->probe & (PYSPAN_MAX_PROBES - 1)].probe_id,
 		  tgid, tid, &k);
 	count_probe(call->probe, PYSPAN_PC_SPANS);
+}
+
+SEC("uprobe")
+int py_call(struct pt_regs *ctx)
+{
+	call_entry(ctx);
 	return 0;
+}
+
+SEC("uretprobe")
+int py_call_return(struct pt_regs *ctx)
+{
+	call_exit(ctx);
+	return 0;
+}
+
+SEC("uprobe")
+int py_call_session(struct pt_regs *ctx)
+{
+	if (session_at_return(ctx)) {
+		call_exit(ctx);
+		return 0;
+	}
+	return session_wants_return(call_entry(ctx));
 }
 
 /* A thread of a traced process that exits with calls pending never

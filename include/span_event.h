@@ -59,8 +59,7 @@ struct span_engine_config {
 	X(CORO_TABLE_FULL, "too many open coroutines")                          \
 	X(MID_CORO, "coroutines started before pmetrics attached")              \
 	X(CORO_NO_START, "coroutine ends whose start was lost")                 \
-	X(CORO_UNSTARTED, "coroutines freed before their first step")           \
-	X(CORO_UNFINISHED, "coroutines freed unfinished (closed)")
+	X(CORO_UNSTARTED, "coroutines freed before their first step")
 
 #define SPAN_COUNTER_ENUM(name, text) SPAN_CNT_##name,
 enum span_counter {

@@ -6,8 +6,9 @@
  *
  *   coroutine steps from C   every version   PyIter_Send (3.10+) or
  *                                            _PyGen_Send; send, throw, close
- *   coroutine deallocation   every version   gen_dealloc
+ *   a throw through awaits   3.8-3.11        _PyGen_FetchStopIterationValue
  *   coroutine creation       3.12+           _Py_MakeCoro
+ *   coroutine deallocation   3.12+           gen_dealloc
  *   plain calls (asked for)  every version   _PyFunction_Vectorcall
  */
 #include "pyspan.h"
@@ -177,32 +178,39 @@ void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cf
 struct hook_use {
 	const char *symbol;   /* the function in CPython's source */
 	size_t field;         /* offsetof in struct python_hooks */
-	const char *entry, *ret; /* BPF programs; ret NULL for an entry probe */
+	/* BPF programs: at entry, at return (NULL for an entry probe), and
+	 * both in one for uprobe sessions */
+	const char *entry, *ret, *session;
 	const char *use;
 };
 
-#define HOOK(sym, f, e, r, u) { sym, offsetof(struct python_hooks, f), e, r, u }
+#define HOOK(sym, f, prog, u) \
+	{ sym, offsetof(struct python_hooks, f), prog, prog "_return", prog "_session", u }
 static const struct hook_use coroutine_hooks[] = {
-	HOOK("PyGen_am_send", coro_send, "py_coro_step", "py_coro_step_return",
-	     "every await and asyncio task step"),
-	HOOK("gen_send", gen_send, "py_coro_step", "py_coro_step_return", "coroutine.send()"),
-	HOOK("gen_throw", gen_throw, "py_coro_step", "py_coro_step_return",
-	     "coroutine.throw(): cancellation"),
-	HOOK("gen_close", gen_close, "py_coro_step", "py_coro_step_return", "coroutine.close()"),
-	HOOK("gen_dealloc", gen_dealloc, "py_gen_dealloc", NULL, "a coroutine freed: its end"),
+	HOOK("PyGen_am_send", coro_send, "py_coro_step", "every await and asyncio task step"),
+	HOOK("gen_send", gen_send, "py_coro_step", "coroutine.send()"),
+	HOOK("gen_throw", gen_throw, "py_coro_step", "coroutine.throw(): cancellation"),
+	HOOK("gen_close", gen_close, "py_coro_step", "coroutine.close()"),
 };
+#define ENTRY_HOOK(sym, f, prog, u) { sym, offsetof(struct python_hooks, f), prog, NULL, NULL, u }
+static const struct hook_use dealloc_hook =
+	ENTRY_HOOK("gen_dealloc", gen_dealloc, "py_gen_dealloc",
+		   "a coroutine freed: the end of one awaited");
+static const struct hook_use throw_through_hook =
+	ENTRY_HOOK("_PyGen_FetchStopIterationValue", fetch_stop_value, "py_throw_through",
+		   "an exception thrown through awaits: the coroutines it ended");
+#undef ENTRY_HOOK
 static const struct hook_use creation_hook =
-	HOOK("_Py_MakeCoro", make_coro, "py_make_coro", "py_make_coro_return",
+	HOOK("_Py_MakeCoro", make_coro, "py_make_coro",
 	     "a coroutine made: an await runs it in the eval loop");
 static const struct hook_use plain_hook =
-	HOOK("_PyFunction_Vectorcall", function_vectorcall, "py_call", "py_call_return",
+	HOOK("_PyFunction_Vectorcall", function_vectorcall, "py_call",
 	     "every Python function call (asked for)");
 static const struct hook_use iternext_hook =
-	HOOK("gen_iternext", gen_iternext, "py_coro_step", "py_coro_step_return",
+	HOOK("gen_iternext", gen_iternext, "py_coro_step",
 	     "every generator step in a for loop (asked for)");
 static const struct hook_use iter_send_hook =
-	HOOK("PyIter_Send", iter_send, "py_coro_step", "py_coro_step_return",
-	     "every await and asyncio task step");
+	HOOK("PyIter_Send", iter_send, "py_coro_step", "every await and asyncio task step");
 #undef HOOK
 
 static const struct python_hook_point *hook_point(const struct python_hooks *h,
@@ -212,8 +220,10 @@ static const struct python_hook_point *hook_point(const struct python_hooks *h,
 }
 
 /* 3.12+ run an awaited coroutine inside the eval loop: only its creation
- * and deallocation reach C. */
-static bool needs_creation_hook(const struct python_interp *interp)
+ * and deallocation reach C. Up to 3.11 every await is a step from C, and
+ * only a coroutine ended by an exception thrown into the one awaiting it
+ * (a task cancelled at some await depth) has no step return of its own. */
+static bool awaits_in_eval_loop(const struct python_interp *interp)
 {
 	return interp->major == 3 && interp->minor >= 12;
 }
@@ -240,11 +250,14 @@ static const struct hook_use *step_hook(const struct python_interp *interp,
 /* Why a needed hook point is missing, or "" when none is. */
 static void missing_hooks(const struct pyspan *p, char *why, size_t len)
 {
-	const struct hook_use *need[3] = { step_hook(&p->interp, &p->hooks), &coroutine_hooks[4], NULL };
+	const struct hook_use *need[3] = { step_hook(&p->interp, &p->hooks), &throw_through_hook,
+					   NULL };
 	size_t used = 0;
 
-	if (needs_creation_hook(&p->interp))
+	if (awaits_in_eval_loop(&p->interp)) {
+		need[1] = &dealloc_hook;
 		need[2] = &creation_hook;
+	}
 	why[0] = '\0';
 	for (int i = 0; i < 3; i++) {
 		const struct python_hook_point *pt = need[i] ? hook_point(&p->hooks, need[i]) : NULL;
@@ -257,15 +270,18 @@ static void missing_hooks(const struct pyspan *p, char *why, size_t len)
 
 /* ---- attaching -------------------------------------------------------------- */
 
-static int attach_point(struct pyspan *p, const char *prog, bool ret, const char *symbol,
-			uint64_t offset)
+static int attach_point(struct pyspan *p, const char *prog, enum uprobe_kind kind,
+			const char *symbol, uint64_t offset)
 {
 	struct bpf_program *program = bpf_loader_program(p->obj, prog);
 	char what[sizeof(p->interp.name) + 96];
 
-	snprintf(what, sizeof(what), "a %s to %s in %s", ret ? "uretprobe" : "uprobe", symbol,
-		 p->interp.name);
-	return bpf_links_uprobe(&p->links, program, ret, p->interp.path, offset, p->attach_pid, what);
+	snprintf(what, sizeof(what), "a %s to %s in %s",
+		 kind == UPROBE_RETURN ? "uretprobe" : kind == UPROBE_SESSION ? "uprobe session"
+									: "uprobe",
+		 symbol, p->interp.name);
+	return bpf_links_uprobe(&p->links, program, kind, p->interp.path, offset, p->attach_pid,
+				what);
 }
 
 /* The probes of one hook point; one not in this build is skipped. */
@@ -281,9 +297,13 @@ static int attach_hook(struct pyspan *p, const struct hook_use *u, uint64_t *don
 		if (done[i] == pt->offset)
 			return 0;
 	done[(*n_done)++] = pt->offset;
-	rc = attach_point(p, u->entry, false, u->symbol, pt->offset);
-	if (!rc && u->ret)
-		rc = attach_point(p, u->ret, true, u->symbol, pt->offset);
+	if (u->session && bpf_loader_uprobe_session()) {
+		rc = attach_point(p, u->session, UPROBE_SESSION, u->symbol, pt->offset);
+	} else {
+		rc = attach_point(p, u->entry, UPROBE_ENTRY, u->symbol, pt->offset);
+		if (!rc && u->ret)
+			rc = attach_point(p, u->ret, UPROBE_RETURN, u->symbol, pt->offset);
+	}
 	if (!rc && p->verbose)
 		fprintf(stderr, "pmetrics: Python hook %s at file offset 0x%llx (%s: %s): %s\n",
 			u->symbol, (unsigned long long)pt->offset, hook_source_name(pt->source),
@@ -298,8 +318,12 @@ static int attach_hooks(struct pyspan *p)
 
 	for (size_t i = 1; !rc && i < sizeof(coroutine_hooks) / sizeof(coroutine_hooks[0]); i++)
 		rc = attach_hook(p, &coroutine_hooks[i], done, &n_done);
-	if (!rc && needs_creation_hook(&p->interp))
+	if (!rc && awaits_in_eval_loop(&p->interp))
 		rc = attach_hook(p, &creation_hook, done, &n_done);
+	if (!rc && awaits_in_eval_loop(&p->interp))
+		rc = attach_hook(p, &dealloc_hook, done, &n_done);
+	if (!rc && !awaits_in_eval_loop(&p->interp))
+		rc = attach_hook(p, &throw_through_hook, done, &n_done);
 	if (!rc && p->plain_calls)
 		rc = attach_hook(p, &plain_hook, done, &n_done);
 	if (!rc && p->plain_calls && needs_iternext_hook(&p->interp))
@@ -322,6 +346,21 @@ static struct bpf_object *open_build(struct pyspan *p)
 static void set_autoload(struct pyspan *p, const char *prog, bool on)
 {
 	bpf_program__set_autoload(bpf_loader_program(p->obj, prog), on);
+}
+
+/* The programs of a hook with a return side that load: a session
+ * program where the kernel has sessions, else the entry and return
+ * pair. */
+static void load_hook_programs(struct pyspan *p, const struct hook_use *u, bool used)
+{
+	bool sessions = bpf_loader_uprobe_session();
+	struct bpf_program *session = bpf_loader_program(p->obj, u->session);
+
+	set_autoload(p, u->entry, used && !sessions);
+	set_autoload(p, u->ret, used && !sessions);
+	bpf_program__set_autoload(session, used && sessions);
+	if (used && sessions)
+		bpf_loader_prepare_session(session);
 }
 
 /* The interpreter's layout and the probe table, read-only for BPF. */
@@ -378,10 +417,11 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 
 	if (rc || !config)
 		return rc ? rc : -EINVAL;
-	set_autoload(p, "py_make_coro", needs_creation_hook(&p->interp));
-	set_autoload(p, "py_make_coro_return", needs_creation_hook(&p->interp));
-	set_autoload(p, "py_call", p->plain_calls);
-	set_autoload(p, "py_call_return", p->plain_calls);
+	load_hook_programs(p, &iter_send_hook, true);
+	load_hook_programs(p, &creation_hook, awaits_in_eval_loop(&p->interp));
+	set_autoload(p, dealloc_hook.entry, awaits_in_eval_loop(&p->interp));
+	set_autoload(p, throw_through_hook.entry, !awaits_in_eval_loop(&p->interp));
+	load_hook_programs(p, &plain_hook, p->plain_calls);
 	rc = share_traced_set(p, t->traced_set);
 	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
 }
@@ -685,8 +725,12 @@ int pyspan_report(const struct target_view *v, struct pyspan_report *r, char *er
 		report_point(r, &h, &coroutine_hooks[i]);
 	if (r->interp.minor >= 10)
 		report_point(r, &h, &iter_send_hook);
-	if (needs_creation_hook(&r->interp))
+	if (awaits_in_eval_loop(&r->interp)) {
 		report_point(r, &h, &creation_hook);
+		report_point(r, &h, &dealloc_hook);
+	} else {
+		report_point(r, &h, &throw_through_hook);
+	}
 	report_point(r, &h, &plain_hook);
 	if (needs_iternext_hook(&r->interp))
 		report_point(r, &h, &iternext_hook);

@@ -41,8 +41,8 @@ static const enum hook_source table_source[N_TABLES] = { HOOK_SYMTAB, HOOK_DEBUG
 
 enum sym_id {
 	S_EVAL, S_VECTORCALL, S_AM_SEND, S_PYGEN_SEND, S_ITER_SEND, S_GEN_SEND, S_GEN_THROW,
-	S_GEN_CLOSE, S_GEN_DEALLOC, S_GEN_ITERNEXT, S_MAKE_CORO, S_CORO_TYPE, S_GEN_TYPE,
-	S_OPCODE_TARGETS, N_SYMS
+	S_GEN_CLOSE, S_GEN_DEALLOC, S_GEN_ITERNEXT, S_MAKE_CORO, S_FETCH_STOP, S_CORO_TYPE,
+	S_GEN_TYPE, S_OPCODE_TARGETS, N_SYMS
 };
 
 static const struct {
@@ -60,6 +60,7 @@ static const struct {
 	[S_GEN_DEALLOC] = { "gen_dealloc", STT_FUNC },
 	[S_GEN_ITERNEXT] = { "gen_iternext", STT_FUNC },
 	[S_MAKE_CORO] = { "_Py_MakeCoro", STT_FUNC },
+	[S_FETCH_STOP] = { "_PyGen_FetchStopIterationValue", STT_FUNC },
 	[S_CORO_TYPE] = { "PyCoro_Type", STT_OBJECT },
 	[S_GEN_TYPE] = { "PyGen_Type", STT_OBJECT },
 	/* a function's static: "opcode_targets.N" */
@@ -676,6 +677,13 @@ static void find_points(struct search *s, struct python_hooks *out)
 		missing(s, &out->iter_send);
 	find_coroutine_points(s, out);
 	find_make_coro(s, out);
+	/* exported by every build; 3.12+ end a coroutine at its deallocation
+	 * instead */
+	if (s->minor >= 12)
+		snprintf(out->fetch_stop_value.detail, sizeof(out->fetch_stop_value.detail),
+			 "_PyGen_FetchStopIterationValue: not used from 3.12");
+	else if (from_symbol(s, &out->fetch_stop_value, S_FETCH_STOP))
+		missing(s, &out->fetch_stop_value);
 }
 
 static int check_file(struct search *s, const char *path, char *err, size_t errlen)

@@ -38,7 +38,8 @@ struct python_hooks {
 		gen_send, gen_throw, gen_close, /* coroutine.send(), .throw(), .close() */
 		gen_dealloc,                  /* PyCoro_Type.tp_dealloc */
 		gen_iternext,                 /* PyGen_Type.tp_iternext */
-		make_coro;                    /* _Py_MakeCoro, 3.11+ */
+		make_coro,                    /* _Py_MakeCoro, 3.11+ */
+		fetch_stop_value;             /* _PyGen_FetchStopIterationValue, to 3.11 */
 	uint64_t opcode_table; /* vaddr of opcode_targets, 0 when not found */
 	bool stripped;         /* no .symtab */
 	bool has_debugdata;    /* .gnu_debugdata present */

@@ -201,7 +201,8 @@ if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
 	"$PMETRICS" check --pid $pypid >"$T_TMP/py" 2>&1
 	if grep -q "interpreter   .*libpython3.10.so.1.0: CPython 3.10, with symbols (.symtab)" "$T_TMP/py" &&
 		grep -Eq "hook point +PyIter_Send +\.symtab at file offset 0x[0-9a-f]+" "$T_TMP/py" &&
-		grep -Eq "hook point +gen_dealloc +\.symtab at file offset 0x[0-9a-f]+ \(gen_dealloc \(local\)\)" "$T_TMP/py"
+		grep -Eq "hook point +gen_throw +\.symtab at file offset 0x[0-9a-f]+ \(gen_throw \(local\)\)" "$T_TMP/py" &&
+		grep -Eq "hook point +_PyGen_FetchStopIterationValue +\.symtab at file offset 0x[0-9a-f]+" "$T_TMP/py"
 	then t_pass; else t_fail "$(cat "$T_TMP/py")"; fi
 	kill $pypid; wait $pypid 2>/dev/null
 
@@ -214,7 +215,7 @@ if [ -z "$py" ]; then t_skip "no pyenv CPython 3.10 here"; else
 	"$PMETRICS" check --pid $pypid >"$T_TMP/pys" 2>&1
 	if grep -q "interpreter   $T_TMP/stripped/libpython3.10.so.1.0: CPython 3.10, stripped (.dynsym only)" "$T_TMP/pys" &&
 		grep -Eq "hook point +PyIter_Send +\.dynsym at file offset 0x[0-9a-f]+" "$T_TMP/pys" &&
-		grep -Eq "hook point +gen_dealloc +type slot at file offset 0x[0-9a-f]+ \(PyCoro_Type\.tp_dealloc" "$T_TMP/pys" &&
+		grep -Eq "hook point +_PyGen_FetchStopIterationValue +\.dynsym at file offset 0x[0-9a-f]+" "$T_TMP/pys" &&
 		grep -Eq "hook point +gen_send +method table at file offset 0x[0-9a-f]+ \(PyCoro_Type\.tp_methods\[\"send\"\]" "$T_TMP/pys"
 	then t_pass; else t_fail "$(cat "$T_TMP/pys")"; fi
 	kill $pypid; wait $pypid 2>/dev/null

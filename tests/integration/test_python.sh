@@ -83,14 +83,15 @@ hook_points() {
 
 # expect_hooks TAG ERRFILE MINOR HOOK STRIPPED: the capture used the hook
 # points this version needs, none of them a fallback: the coroutine step
-# function, the coroutine's deallocation, on 3.12+ its creation, and with
+# function; up to 3.11 where a throw through awaits ends coroutines, on
+# 3.12+ the coroutine's creation and deallocation; and with
 # --python-hook calls the function call; on a stripped file none of them
 # from a symbol table it does not have.
 expect_hooks() {
 	local tag="$1" err="$2" minor="$3" hook="$4" stripped="$5" got want
 	got=$(hook_points "$err")
-	want="gen_dealloc"
-	[ "$minor" -ge 12 ] && want+=" _Py_MakeCoro"
+	want="_PyGen_FetchStopIterationValue"
+	[ "$minor" -ge 12 ] && want="_Py_MakeCoro gen_dealloc"
 	[ "$hook" = calls ] && want+=" _PyFunction_Vectorcall"
 	[ "$hook" = calls ] && [ "$minor" -le 11 ] && want+=" gen_iternext"
 	t_begin "$tag.hooks"
@@ -117,7 +118,7 @@ MAX_EXCESS_US=3000
 
 # timed_counts MINOR HOOK RUNS: the NAME=COUNT list span_refs.py checks
 # for RUNS runs of pmtest.timed.run(): nested coroutines 6 deep, tasks,
-# gather, an exception, a cancellation (NEST 6, STEP 8 a run); the
+# gather, an exception, cancellations, closes (NEST 6, STEP 11 a run); the
 # generator a for loop runs (3.12+ always: made and freed in C; before,
 # only with --python-hook calls, which hooks gen_iternext); plain calls
 # from map() only with --python-hook calls.
@@ -125,7 +126,7 @@ timed_counts() {
 	local minor="$1" hook="$2" runs="$3" ticks=0 plain=0
 	if [ "$minor" -ge 12 ] || [ "$hook" = calls ]; then ticks=$runs; fi
 	[ "$hook" = calls ] && plain=$((3 * runs))
-	echo "NEST=$((6 * runs)) STEP=$((8 * runs)) TICKS=$ticks PLAIN=$plain"
+	echo "NEST=$((6 * runs)) STEP=$((11 * runs)) TICKS=$ticks PLAIN=$plain"
 }
 
 # check_timed TAG PY MINOR MODE HOOK [LIBDIR]: pmtest.timed in the
@@ -334,6 +335,30 @@ elif [ "$kmaj" -lt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -lt 10 ]; }; then
 elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
 	grep -q "^pmetrics: Python uprobes in multi-uprobe links"; then t_pass
 else t_fail "-v does not say the Python uprobes are in multi-uprobe links on kernel $(uname -r)"; fi
+
+# Where the kernel has uprobe sessions (6.13) an untimed call traps once:
+# the entry program asks for the return only of a timed call.
+t_begin python.sessions
+py=$(interpreter 3.10)
+if [ -z "$py" ]; then t_skip "no pyenv Python 3.10 installed"
+elif [ "$kmaj" -lt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -lt 13 ]; }; then
+	t_skip "kernel $(uname -r): uprobe sessions are 6.13+"
+elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
+	grep -q "uprobe sessions: an untimed call traps once"; then t_pass
+else t_fail "-v does not say the Python uprobes use uprobe sessions on kernel $(uname -r)"; fi
+
+# Kernels with multi-uprobe links but no sessions (6.6-6.12, the robot's
+# 6.6 among them) put an entry and a return probe on each hook point: the
+# same rows either way, with either hook.
+for minor in 10 12; do
+	py=$(interpreter "3.$minor")
+	[ -n "$py" ] || continue
+	PMETRICS_TEST_NO_UPROBE_SESSION=1 check_timed "py3$minor.return_probes" "$py" "$minor" launch coroutines
+	PMETRICS_TEST_NO_UPROBE_SESSION=1 check_timed "py3$minor.return_probes.calls" "$py" "$minor" launch calls
+	expect_ok "py3$minor.return_probes.said" "-v does not say the uprobes go without sessions" \
+		grep -qE "^pmetrics: Python uprobes (in multi-uprobe links \(one per program\)|one link each \(no multi-uprobe links here\))$" \
+		"$(ls -t "$T_TMP"/out.*.err | head -n 1)"
+done
 
 # Kernels without multi-uprobe links (before 6.6, as Debian's 6.1) get
 # one link per uprobe: the same rows either way.

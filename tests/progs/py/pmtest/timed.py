@@ -84,11 +84,33 @@ async def _all():
         await victim
     except asyncio.CancelledError:
         pass
+    # STEP: 1 cancelled at about 30 ms two awaits down in a task: the
+    # cancellation is thrown through holder() into it
+    victim = asyncio.ensure_future(holder(step(1.0)))
+    await asyncio.sleep(0.03)
+    victim.cancel()
+    try:
+        await victim
+    except asyncio.CancelledError:
+        pass
+    # STEP: 2 closed while suspended, by close() and by being freed
+    for explicit in (True, False):
+        coro = step(1.0)
+        coro.send(None)
+        await asyncio.sleep(0.01)
+        if explicit:
+            coro.close()
+        del coro
+
+
+async def holder(coro):
+    """Awaits CORO; not timed."""
+    return await coro
 
 
 def run():
-    """NEST 6 rows, STEP 8 rows (3 tasks, 3 gathered, 1 raising, 1
-    cancelled), TICKS 1 row (a generator a for loop runs: 3 x 10 ms),
+    """NEST 6 rows, STEP 11 rows (3 tasks, 3 gathered, 1 raising, 2
+    cancelled, 2 closed), TICKS 1 row (a generator a for loop runs: 3 x 10 ms),
     PLAIN 3 rows (map() calls, 5 ms each)."""
     _refs.clear()
     asyncio.run(_all())
