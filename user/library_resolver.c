@@ -297,6 +297,27 @@ static int open_in_root(int root, const char *path, int flags, char *canon, size
 	return walked;
 }
 
+int target_open_file(pid_t pid, const char *file)
+{
+	char dir[64], below[PATH_MAX], canon[PATH_MAX];
+	bool absolute = file[0] == '/';
+	int top, fd;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/%s", (int)pid, absolute ? "root" : "cwd");
+	if (!fits(snprintf(below, sizeof(below), "%s%s", absolute ? "" : "/", file), sizeof(below)))
+		return -ENAMETOOLONG;
+	top = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return -errno;
+	fd = open_in_root(top, below, READ_FLAGS, canon, sizeof(canon));
+	close(top);
+	if (fd >= 0 && !is_regular(fd)) {
+		close(fd);
+		fd = -EINVAL;
+	}
+	return fd;
+}
+
 /* ---- the process's own mappings ------------------------------------ */
 
 /* A mapped FILE of the process: through map_files when we may (needs

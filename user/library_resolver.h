@@ -52,6 +52,14 @@ struct resolved_file {
 int resolve_binary(const struct target_view *v, const char *binary, struct resolved_file *out,
 		   char *err, size_t errlen);
 
+/* FILE as process PID names it (absolute: below its root; relative: below
+ * its working directory) opened for reading, every symlink followed
+ * inside that directory as for a probe's file: the fd of a regular file,
+ * or -errno. What a target's own data names (a Python frame's source
+ * file) is opened this way, so it never leads to one of pmetrics' own
+ * files. */
+int target_open_file(pid_t pid, const char *file);
+
 /* The first file the process maps whose name starts with PREFIX
  * ("libpython"). Returns 0, or -ENOENT. */
 int resolve_mapped_prefix(const struct target_view *v, const char *prefix,

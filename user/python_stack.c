@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
+#include "library_resolver.h"
 #include "python_elf.h"
 #include "symbolizer.h"
 #include "whole_file.h"
@@ -980,26 +981,6 @@ static const char *str_at(struct python_names *n, const struct python_proc *p, u
 
 #define SOURCE_MAX (64u << 20) /* a larger source goes unread */
 
-/* PATH, a file of the target, opened for reading only when it is a
- * regular file: its type is looked at through an O_PATH fd first, so a
- * device or FIFO put in its place is never opened (opening some devices
- * acts on them), and the file opened is that very inode. */
-static int open_target_file(const char *path)
-{
-	int fd = open(path, O_PATH | O_CLOEXEC), file = -1;
-	char self[64];
-	struct stat st;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-		file = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	}
-	close(fd);
-	return file;
-}
-
 /* The source of FILE as P sees it (its root, its working directory for a
  * relative name); NULL when it cannot be read. */
 static struct source_file *source_of(struct python_names *n, const struct python_proc *p,
@@ -1008,7 +989,6 @@ static struct source_file *source_of(struct python_names *n, const struct python
 	uint64_t key = 1469598103934665603ull;
 	struct source_file *f;
 	struct slot *s;
-	char path[4352];
 	int fd;
 
 	for (const char *c = file; *c; c++)
@@ -1021,9 +1001,7 @@ static struct source_file *source_of(struct python_names *n, const struct python
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	snprintf(path, sizeof(path), "/proc/%d/%s/%s", (int)p->pid, file[0] == '/' ? "root" : "cwd",
-		 file[0] == '/' ? file + 1 : file);
-	fd = open_target_file(path);
+	fd = target_open_file((pid_t)p->pid, file);
 	if (fd >= 0) {
 		f->text = whole_file_read(fd, SOURCE_MAX, &f->len);
 		close(fd);

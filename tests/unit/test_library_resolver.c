@@ -653,6 +653,60 @@ static void on_alarm(int sig)
 	fail_msg("a FIFO blocked the resolver");
 }
 
+/* CONTENT of FD (closed), or "" when FD is an error. */
+static const char *read_all(int fd, char *buf, size_t len)
+{
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* A file a process names itself (a Python frame's source file) is read
+ * inside that process's root: an absolute symlink and ".." lead to the
+ * root's files, never to pmetrics' own, and a relative name starts at its
+ * working directory. Needs a chrooted child (root). */
+static void a_targets_own_file_is_read_inside_its_root(void **state)
+{
+	char buf[64], ready = 0;
+	int sync[2], status;
+	pid_t pid;
+
+	(void)state;
+	put("/src/mod.py", "inside\n", 7);
+	put_link("/src/link.py", "/src/mod.py");
+	put_link("/src/climb.py", "../../../../../../src/mod.py");
+	put_link("/src/ours.py", "/etc/passwd"); /* only pmetrics' root has it */
+	assert_int_equal(pipe(sync), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		ready = chroot(root) == 0 && chdir("/src") == 0 ? 'y' : 'n';
+		if (write(sync[1], &ready, 1) != 1 || ready != 'y')
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(sync[1]);
+	if (read(sync[0], &ready, 1) != 1 || ready != 'y') {
+		close(sync[0]);
+		waitpid(pid, &status, 0);
+		skip(); /* not root: no chroot */
+		return;
+	}
+	close(sync[0]);
+	assert_string_equal(read_all(target_open_file(pid, "/src/mod.py"), buf, sizeof(buf)), "inside\n");
+	assert_string_equal(read_all(target_open_file(pid, "/src/link.py"), buf, sizeof(buf)), "inside\n");
+	assert_string_equal(read_all(target_open_file(pid, "/src/climb.py"), buf, sizeof(buf)), "inside\n");
+	assert_string_equal(read_all(target_open_file(pid, "mod.py"), buf, sizeof(buf)), "inside\n");
+	assert_int_equal(target_open_file(pid, "/src/ours.py"), -ENOENT);
+	assert_int_equal(target_open_file(pid, "/src"), -EINVAL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
 /* A FIFO where the cache or a library should be is passed over without
  * waiting for a writer. */
 static void fifos_never_block(void **state)
@@ -764,6 +818,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_secure_process_ignores_library_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(absolute_symlinks_stay_inside_the_root, setup, teardown),
 		cmocka_unit_test_setup_teardown(absolute_symlinks_stay_inside_without_openat2, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_targets_own_file_is_read_inside_its_root, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(fifos_never_block, setup, teardown),
 		cmocka_unit_test(cache_reader_on_this_machine),
