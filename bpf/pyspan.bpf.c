@@ -38,6 +38,8 @@ const volatile struct pyspan_layout layout = {};
 const volatile struct pyspan_probe_cfg probes[PYSPAN_MAX_PROBES] = {};
 /* The step hook is PyIter_Send, which any iterator goes through. */
 const volatile bool any_iterator = false;
+/* Up to 3.11: keep each thread's open timed coroutines (thread_opens). */
+const volatile bool track_thread_opens = false;
 
 #define CODE_GEN_FLAGS 0x2a0 /* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
 
@@ -82,6 +84,23 @@ struct {
 	__type(key, struct coro_key);
 	__type(value, struct open_coro);
 } open_coros SEC(".maps");
+
+/* The timed coroutines each thread opened, by thread id: what a throw
+ * through awaits may have ended (py_throw_through) is looked for here, in
+ * a few slots, rather than in all of open_coros. A slot whose coroutine
+ * is no longer open there is stale and taken again. */
+#define THREAD_OPEN_MAX 16
+
+struct thread_open {
+	__u64 gen[THREAD_OPEN_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct thread_open);
+} thread_opens SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -328,6 +347,49 @@ static __always_inline struct coro_key coro_key_of(__u64 gen)
 	return k;
 }
 
+/* Does GEN have an open entry of thread TID in this process? */
+static __always_inline bool open_on_thread(__u64 gen, __u32 tid)
+{
+	struct coro_key k = coro_key_of(gen);
+	struct open_coro *open = bpf_map_lookup_elem(&open_coros, &k);
+
+	return open && open->tid == tid;
+}
+
+/* GEN, just opened on thread TID, goes in a free or stale slot of it
+ * (none left: a throw through awaits will not end it, its deallocation
+ * is not hooked there; the row is then lost, as with any missed end). */
+static __always_inline void thread_open_add(__u32 tid, __u64 gen)
+{
+	struct thread_open fresh = {}, *t = bpf_map_lookup_elem(&thread_opens, &tid);
+
+	if (!t) {
+		fresh.gen[0] = gen;
+		bpf_map_update_elem(&thread_opens, &tid, &fresh, BPF_ANY);
+		return;
+	}
+	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
+		if (t->gen[i] == gen)
+			return;
+		if (!t->gen[i] || !open_on_thread(t->gen[i], tid)) {
+			t->gen[i] = gen;
+			return;
+		}
+	}
+	count(SPAN_CNT_CORO_TABLE_FULL);
+}
+
+static __always_inline void thread_open_remove(__u32 tid, __u64 gen)
+{
+	struct thread_open *t = bpf_map_lookup_elem(&thread_opens, &tid);
+
+	if (!t)
+		return;
+	for (int i = 0; i < THREAD_OPEN_MAX; i++)
+		if (t->gen[i] == gen)
+			t->gen[i] = 0;
+}
+
 /* A timed coroutine freed or replaced before its end: the start
  * snapshot of one begun goes (one that started before attach has none). */
 static __always_inline void span_context_drop_coro(__u64 gen, const struct open_coro *open)
@@ -354,6 +416,8 @@ static __always_inline void coro_open(__u64 gen, __u32 idx, __u32 tid, __u64 now
 		return;
 	}
 	count_probe(idx, PYSPAN_PC_ENTRIES);
+	if (track_thread_opens)
+		thread_open_add(tid, gen);
 	if (engine.resources)
 		span_context_begin(&ck, ck.owner, tid);
 }
@@ -374,6 +438,8 @@ static __always_inline void coro_close(__u64 gen, __u64 now)
 			  k.tgid, open->tid, &ck);
 		count_probe(open->idx, PYSPAN_PC_SPANS);
 	}
+	if (track_thread_opens)
+		thread_open_remove(open->tid, gen);
 	bpf_map_delete_elem(&open_coros, &k);
 }
 
@@ -634,26 +700,6 @@ int py_gen_dealloc(struct pt_regs *ctx)
 
 /* ---- 3.8-3.11: an exception thrown through awaits -------------------------- */
 
-#define THROWN_MAX 8
-
-/* The open coroutines of this thread that have finished, up to THROWN_MAX. */
-struct thrown_through {
-	__u64 gen[THROWN_MAX];
-	__u32 n, tgid, tid;
-};
-
-static long collect_finished(struct bpf_map *map, struct coro_key *key, struct open_coro *open,
-			     struct thrown_through *out)
-{
-	if (key->tgid != out->tgid || open->tid != out->tid)
-		return 0;
-	if (out->n >= THROWN_MAX)
-		return 1;
-	if (gen_finished(key->gen))
-		out->gen[out->n++ & (THROWN_MAX - 1)] = key->gen;
-	return 0;
-}
-
 /* _PyGen_FetchStopIterationValue(): an exception thrown into a coroutine
  * (coroutine.throw(): a task cancelled) is passed down to the one it
  * awaits, and so on; when one of those finished (raised, or returned
@@ -664,17 +710,22 @@ static long collect_finished(struct bpf_map *map, struct coro_key *key, struct o
 SEC("uprobe")
 int py_throw_through(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	struct thrown_through found = { .tgid = id >> 32, .tid = (__u32)id };
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), ended[THREAD_OPEN_MAX] = {};
+	struct thread_open *t;
 
 	if (!traced_current())
 		return 0;
-	bpf_for_each_map_elem(&open_coros, collect_finished, &found, 0);
-	for (__u32 i = 0; i < THROWN_MAX; i++) {
-		if (i >= found.n)
-			break;
-		coro_close(found.gen[i & (THROWN_MAX - 1)], now);
-	}
+	t = bpf_map_lookup_elem(&thread_opens, &tid);
+	if (!t)
+		return 0;
+	/* collected first: coro_close() writes the slots */
+	for (int i = 0; i < THREAD_OPEN_MAX; i++)
+		if (t->gen[i] && open_on_thread(t->gen[i], tid) && gen_finished(t->gen[i]))
+			ended[i] = t->gen[i];
+	for (int i = 0; i < THREAD_OPEN_MAX; i++)
+		if (ended[i])
+			coro_close(ended[i], now);
 	return 0;
 }
 
@@ -758,6 +809,10 @@ int py_call_session(struct pt_regs *ctx)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(py_thread_exit, struct task_struct *task)
 {
-	call_stack_thread_exit((__u32)bpf_get_current_pid_tgid());
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	call_stack_thread_exit(tid);
+	if (track_thread_opens)
+		bpf_map_delete_elem(&thread_opens, &tid);
 	return 0;
 }

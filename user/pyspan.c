@@ -372,10 +372,12 @@ static int set_config(struct pyspan *p, const struct pyspan_layout *layout)
 	struct pyspan_probe_cfg *probes =
 		bpf_loader_rodata(o, "probes", PYSPAN_MAX_PROBES * sizeof(*probes));
 	bool *any_iterator = bpf_loader_rodata(o, "any_iterator", sizeof(*any_iterator));
+	bool *track = bpf_loader_rodata(o, "track_thread_opens", sizeof(*track));
 
-	if (!n_probes || !l || !probes || !any_iterator)
+	if (!n_probes || !l || !probes || !any_iterator || !track)
 		return -EINVAL;
 	*any_iterator = step_hook(&p->interp, &p->hooks) == &iter_send_hook;
+	*track = !awaits_in_eval_loop(&p->interp);
 	*n_probes = (__u32)p->n_probes;
 	*l = *layout;
 	for (int i = 0; i < p->n_probes; i++)
