@@ -86,7 +86,12 @@ struct {
 
 /* Threads off the CPU since out_ns, by task pointer: the switch-in side
  * of sched_switch has the task, not its id (without BTF it cannot read
- * one). LRU: a thread that never comes back (it exited) gives way. */
+ * one). Not an LRU map: an LRU evicts live entries before it is full
+ * (its free nodes sit in per-CPU lists, and a CPU whose list is empty
+ * takes from the shared ones by evicting), and a thread whose entry went
+ * would never be seen back on the CPU. Every entry leaves at its
+ * thread's next switch-in; a thread's last switch-out, on exit, makes
+ * none (exiting). */
 struct off_start {
 	__u64 out_ns;
 	__u32 tid;
@@ -94,7 +99,7 @@ struct off_start {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct off_start);
