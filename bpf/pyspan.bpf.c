@@ -551,6 +551,32 @@ static __always_inline int session_wants_return(bool wanted)
 	return wanted ? 0 : 1;
 }
 
+/* The three programs of a hook with a return side: NAME at the entry
+ * and NAME_return at the return, or NAME_session for both. ENTRY says
+ * whether the return matters; EXIT handles it. */
+#define HOOK_PROGRAMS(name, entry, exit)                                  \
+	SEC("uprobe")                                                     \
+	int name(struct pt_regs *ctx)                                     \
+	{                                                                 \
+		entry(ctx);                                               \
+		return 0;                                                 \
+	}                                                                 \
+	SEC("uretprobe")                                                  \
+	int name##_return(struct pt_regs *ctx)                            \
+	{                                                                 \
+		exit(ctx);                                                \
+		return 0;                                                 \
+	}                                                                 \
+	SEC("uprobe")                                                     \
+	int name##_session(struct pt_regs *ctx)                           \
+	{                                                                 \
+		if (session_at_return(ctx)) {                             \
+			exit(ctx);                                        \
+			return 0;                                         \
+		}                                                         \
+		return session_wants_return(entry(ctx));                  \
+	}
+
 /* A step of the object in the first argument is about to run: whether
  * its return matters (a timed coroutine's step, remembered). */
 static __always_inline bool coro_step_entry(struct pt_regs *ctx)
@@ -588,29 +614,7 @@ static __always_inline void coro_step_exit(struct pt_regs *ctx)
 
 /* Every function that runs a coroutine or generator step from C, with
  * the object as its first argument. */
-SEC("uprobe")
-int py_coro_step(struct pt_regs *ctx)
-{
-	coro_step_entry(ctx);
-	return 0;
-}
-
-SEC("uretprobe")
-int py_coro_step_return(struct pt_regs *ctx)
-{
-	coro_step_exit(ctx);
-	return 0;
-}
-
-SEC("uprobe")
-int py_coro_step_session(struct pt_regs *ctx)
-{
-	if (session_at_return(ctx)) {
-		coro_step_exit(ctx);
-		return 0;
-	}
-	return session_wants_return(coro_step_entry(ctx));
-}
+HOOK_PROGRAMS(py_coro_step, coro_step_entry, coro_step_exit)
 
 /* ---- 3.12+: creation and deallocation ----------------------------------- */
 
@@ -645,29 +649,7 @@ static __always_inline void make_coro_exit(struct pt_regs *ctx)
 		coro_open(gen, call->probe, tid, call->start_ns, call->aux);
 }
 
-SEC("uprobe")
-int py_make_coro(struct pt_regs *ctx)
-{
-	make_coro_entry(ctx);
-	return 0;
-}
-
-SEC("uretprobe")
-int py_make_coro_return(struct pt_regs *ctx)
-{
-	make_coro_exit(ctx);
-	return 0;
-}
-
-SEC("uprobe")
-int py_make_coro_session(struct pt_regs *ctx)
-{
-	if (session_at_return(ctx)) {
-		make_coro_exit(ctx);
-		return 0;
-	}
-	return session_wants_return(make_coro_entry(ctx));
-}
+HOOK_PROGRAMS(py_make_coro, make_coro_entry, make_coro_exit)
 
 /* gen_dealloc(gen): a timed coroutine that finished inside the eval loop
  * ends here (its awaiter dropped it right after its return). One freed
@@ -778,29 +760,7 @@ static __always_inline void call_exit(struct pt_regs *ctx)
 	count_probe(call->probe, PYSPAN_PC_SPANS);
 }
 
-SEC("uprobe")
-int py_call(struct pt_regs *ctx)
-{
-	call_entry(ctx);
-	return 0;
-}
-
-SEC("uretprobe")
-int py_call_return(struct pt_regs *ctx)
-{
-	call_exit(ctx);
-	return 0;
-}
-
-SEC("uprobe")
-int py_call_session(struct pt_regs *ctx)
-{
-	if (session_at_return(ctx)) {
-		call_exit(ctx);
-		return 0;
-	}
-	return session_wants_return(call_entry(ctx));
-}
+HOOK_PROGRAMS(py_call, call_entry, call_exit)
 
 /* A thread of a traced process that exits with calls pending never
  * returns from them. A raw tracepoint: a BTF one needs the kernel's own

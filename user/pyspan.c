@@ -419,6 +419,7 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 
 	if (rc || !config)
 		return rc ? rc : -EINVAL;
+	/* every step hook's programs (PyIter_Send's are theirs) */
 	load_hook_programs(p, &iter_send_hook, true);
 	load_hook_programs(p, &creation_hook, awaits_in_eval_loop(&p->interp));
 	set_autoload(p, dealloc_hook.entry, awaits_in_eval_loop(&p->interp));

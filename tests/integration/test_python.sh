@@ -324,28 +324,29 @@ for minor in 8 9 10 11 12 13; do
 	check_children "$minor" "$py" "$tag"
 done
 
-# Where the kernel has multi-uprobe links that filter by process (6.10,
-# and 6.6-6.9 with the fix), pmetrics uses them.
-t_begin python.multi_links
+# expect_said NAME MAJOR MINOR WHAT PATTERN: on a kernel of at least
+# MAJOR.MINOR, `record -v` of a Python capture says PATTERN (that it uses
+# WHAT).
 read -r kmaj kmin < <(uname -r | awk -F. '{ print $1, $2 + 0 }')
-py=$(interpreter 3.10)
-if [ -z "$py" ]; then t_skip "no pyenv Python 3.10 installed"
-elif [ "$kmaj" -lt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -lt 10 ]; }; then
-	t_skip "kernel $(uname -r): multi-uprobe links that filter by process are 6.10+ (or a fixed 6.6-6.9)"
-elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
-	grep -q "^pmetrics: Python uprobes in multi-uprobe links"; then t_pass
-else t_fail "-v does not say the Python uprobes are in multi-uprobe links on kernel $(uname -r)"; fi
+expect_said() {
+	local name="$1" maj="$2" min="$3" what="$4" pattern="$5" py
+	t_begin "$name"
+	py=$(interpreter 3.10)
+	if [ -z "$py" ]; then t_skip "no pyenv Python 3.10 installed"
+	elif [ "$kmaj" -lt "$maj" ] || { [ "$kmaj" -eq "$maj" ] && [ "$kmin" -lt "$min" ]; }; then
+		t_skip "kernel $(uname -r): $what need $maj.$min+"
+	elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
+		grep -q "$pattern"; then t_pass
+	else t_fail "-v does not say the Python uprobes use $what on kernel $(uname -r)"; fi
+}
 
-# Where the kernel has uprobe sessions (6.13) an untimed call traps once:
-# the entry program asks for the return only of a timed call.
-t_begin python.sessions
-py=$(interpreter 3.10)
-if [ -z "$py" ]; then t_skip "no pyenv Python 3.10 installed"
-elif [ "$kmaj" -lt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -lt 13 ]; }; then
-	t_skip "kernel $(uname -r): uprobe sessions are 6.13+"
-elif "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
-	grep -q "uprobe sessions: an untimed call traps once"; then t_pass
-else t_fail "-v does not say the Python uprobes use uprobe sessions on kernel $(uname -r)"; fi
+# Where the kernel has multi-uprobe links that filter by process (6.10,
+# and 6.6-6.9 with the fix), pmetrics uses them; where it has uprobe
+# sessions (6.13) an untimed call traps once: the entry program asks for
+# the return only of a timed call.
+expect_said python.multi_links 6 10 "multi-uprobe links that filter by process" \
+	"^pmetrics: Python uprobes in multi-uprobe links"
+expect_said python.sessions 6 13 "uprobe sessions" "uprobe sessions: an untimed call traps once"
 
 # Kernels with multi-uprobe links but no sessions (6.6-6.12, the robot's
 # 6.6 among them) put an entry and a return probe on each hook point: the
