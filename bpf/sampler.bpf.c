@@ -16,9 +16,10 @@
  *
  * Processes are followed as the span tracers follow them
  * (bpf/traced_processes.bpf.h): by PID, children through the fork
- * tracepoint, a forked child's interpreter being its parent's. Built twice like the span tracers: with CO-RE, and with
- * PMETRICS_NO_BTF for kernels without BTF, which reads no kernel struct
- * (raw tracepoints, task pointers as plain values). */
+ * tracepoint, a forked child's interpreter being its parent's. Built
+ * twice like the span tracers: with CO-RE, and with PMETRICS_NO_BTF for
+ * kernels without BTF, which reads no kernel struct (raw tracepoints,
+ * task pointers as plain values). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

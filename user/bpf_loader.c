@@ -320,6 +320,12 @@ struct uprobe_multi_attr {
 
 static bool use_uprobe_multi, use_uprobe_session;
 
+const char *uprobe_kind_name(enum uprobe_kind kind)
+{
+	return kind == UPROBE_RETURN ? "uretprobe" : kind == UPROBE_SESSION ? "uprobe session"
+									    : "uprobe";
+}
+
 void bpf_loader_set_uprobe_multi(bool on)
 {
 	use_uprobe_multi = on;
@@ -423,12 +429,8 @@ int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char 
 		}
 		if (fd < 0) {
 			err = fd;
-			fprintf(stderr, "pmetrics: cannot attach %s (%d %s of %s): %s\n", what, g->n,
-				g->kind == UPROBE_RETURN    ? "uretprobes"
-				: g->kind == UPROBE_SESSION ? "uprobe sessions"
-							    : "uprobes",
-				bpf_program__name(g->prog),
-				strerror(-err));
+			fprintf(stderr, "pmetrics: cannot attach %s (%d %ss of %s): %s\n", what, g->n,
+				uprobe_kind_name(g->kind), bpf_program__name(g->prog), strerror(-err));
 		} else {
 			l->fds[l->n_fds++] = fd;
 		}

@@ -64,6 +64,8 @@ int bpf_loader_load(struct bpf_object *obj, const char *what);
  * as one session (Linux 6.13), whose return side runs only for the calls
  * whose entry returned 0. */
 enum uprobe_kind { UPROBE_ENTRY, UPROBE_RETURN, UPROBE_SESSION };
+/* "uprobe", "uretprobe", "uprobe session" (an "s" makes each plural). */
+const char *uprobe_kind_name(enum uprobe_kind kind);
 
 /* Uprobes of one program waiting to be attached as one multi-uprobe link. */
 struct uprobe_group {

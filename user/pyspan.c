@@ -228,6 +228,19 @@ static bool awaits_in_eval_loop(const struct python_interp *interp)
 	return interp->major == 3 && interp->minor >= 12;
 }
 
+/* Where a coroutine's span begins or ends besides its steps, by version:
+ * 3.12+ its creation and deallocation, before a throw through awaits.
+ * In the order they attach. */
+static const struct hook_use *const end_hooks[] = { &creation_hook, &dealloc_hook,
+						    &throw_through_hook };
+
+static bool version_needs(const struct python_interp *interp, const struct hook_use *u)
+{
+	return awaits_in_eval_loop(interp) == (u != &throw_through_hook);
+}
+
+#define N_END_HOOKS (sizeof(end_hooks) / sizeof(end_hooks[0]))
+
 /* Up to 3.11 a for loop steps a generator through gen_iternext, which
  * only the calls hook pays for; 3.12+ see generators made and freed. */
 static bool needs_iternext_hook(const struct python_interp *interp)
@@ -250,17 +263,15 @@ static const struct hook_use *step_hook(const struct python_interp *interp,
 /* Why a needed hook point is missing, or "" when none is. */
 static void missing_hooks(const struct pyspan *p, char *why, size_t len)
 {
-	const struct hook_use *need[3] = { step_hook(&p->interp, &p->hooks), &throw_through_hook,
-					   NULL };
-	size_t used = 0;
+	const struct hook_use *need[1 + N_END_HOOKS] = { step_hook(&p->interp, &p->hooks) };
+	size_t used = 0, n = 1;
 
-	if (awaits_in_eval_loop(&p->interp)) {
-		need[1] = &dealloc_hook;
-		need[2] = &creation_hook;
-	}
+	for (size_t i = 0; i < N_END_HOOKS; i++)
+		if (version_needs(&p->interp, end_hooks[i]))
+			need[n++] = end_hooks[i];
 	why[0] = '\0';
-	for (int i = 0; i < 3; i++) {
-		const struct python_hook_point *pt = need[i] ? hook_point(&p->hooks, need[i]) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct python_hook_point *pt = hook_point(&p->hooks, need[i]);
 
 		if (pt && !pt->vaddr && used < len)
 			used += (size_t)snprintf(why + used, len - used, "%s%s (%s)", used ? ", " : "",
@@ -276,10 +287,8 @@ static int attach_point(struct pyspan *p, const char *prog, enum uprobe_kind kin
 	struct bpf_program *program = bpf_loader_program(p->obj, prog);
 	char what[sizeof(p->interp.name) + 96];
 
-	snprintf(what, sizeof(what), "a %s to %s in %s",
-		 kind == UPROBE_RETURN ? "uretprobe" : kind == UPROBE_SESSION ? "uprobe session"
-									: "uprobe",
-		 symbol, p->interp.name);
+	snprintf(what, sizeof(what), "a %s to %s in %s", uprobe_kind_name(kind), symbol,
+		 p->interp.name);
 	return bpf_links_uprobe(&p->links, program, kind, p->interp.path, offset, p->attach_pid,
 				what);
 }
@@ -318,12 +327,9 @@ static int attach_hooks(struct pyspan *p)
 
 	for (size_t i = 1; !rc && i < sizeof(coroutine_hooks) / sizeof(coroutine_hooks[0]); i++)
 		rc = attach_hook(p, &coroutine_hooks[i], done, &n_done);
-	if (!rc && awaits_in_eval_loop(&p->interp))
-		rc = attach_hook(p, &creation_hook, done, &n_done);
-	if (!rc && awaits_in_eval_loop(&p->interp))
-		rc = attach_hook(p, &dealloc_hook, done, &n_done);
-	if (!rc && !awaits_in_eval_loop(&p->interp))
-		rc = attach_hook(p, &throw_through_hook, done, &n_done);
+	for (size_t i = 0; !rc && i < N_END_HOOKS; i++)
+		if (version_needs(&p->interp, end_hooks[i]))
+			rc = attach_hook(p, end_hooks[i], done, &n_done);
 	if (!rc && p->plain_calls)
 		rc = attach_hook(p, &plain_hook, done, &n_done);
 	if (!rc && p->plain_calls && needs_iternext_hook(&p->interp))
@@ -348,16 +354,20 @@ static void set_autoload(struct pyspan *p, const char *prog, bool on)
 	bpf_program__set_autoload(bpf_loader_program(p->obj, prog), on);
 }
 
-/* The programs of a hook with a return side that load: a session
- * program where the kernel has sessions, else the entry and return
- * pair. */
+/* The programs of a hook that load when it is USED: for one with a
+ * return side, a session program where the kernel has sessions, else the
+ * entry and return pair. */
 static void load_hook_programs(struct pyspan *p, const struct hook_use *u, bool used)
 {
-	bool sessions = bpf_loader_uprobe_session();
-	struct bpf_program *session = bpf_loader_program(p->obj, u->session);
+	bool sessions = u->session && bpf_loader_uprobe_session();
+	struct bpf_program *session;
 
 	set_autoload(p, u->entry, used && !sessions);
-	set_autoload(p, u->ret, used && !sessions);
+	if (u->ret)
+		set_autoload(p, u->ret, used && !sessions);
+	if (!u->session)
+		return;
+	session = bpf_loader_program(p->obj, u->session);
 	bpf_program__set_autoload(session, used && sessions);
 	if (used && sessions)
 		bpf_loader_prepare_session(session);
@@ -412,7 +422,8 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 	struct span_engine_opts engine = {
 		.ringbuf_bytes = t->ringbuf_bytes,
 		.resources = t->resources,
-		/* the hooks also see the returns of steps never timed */
+		/* without uprobe sessions the hooks also see the returns of
+		 * steps never timed */
 		.returns_need_entry = false,
 	};
 	int rc = set_config(p, layout);
@@ -421,9 +432,8 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 		return rc ? rc : -EINVAL;
 	/* every step hook's programs (PyIter_Send's are theirs) */
 	load_hook_programs(p, &iter_send_hook, true);
-	load_hook_programs(p, &creation_hook, awaits_in_eval_loop(&p->interp));
-	set_autoload(p, dealloc_hook.entry, awaits_in_eval_loop(&p->interp));
-	set_autoload(p, throw_through_hook.entry, !awaits_in_eval_loop(&p->interp));
+	for (size_t i = 0; i < N_END_HOOKS; i++)
+		load_hook_programs(p, end_hooks[i], version_needs(&p->interp, end_hooks[i]));
 	load_hook_programs(p, &plain_hook, p->plain_calls);
 	rc = share_traced_set(p, t->traced_set);
 	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
@@ -728,12 +738,9 @@ int pyspan_report(const struct target_view *v, struct pyspan_report *r, char *er
 		report_point(r, &h, &coroutine_hooks[i]);
 	if (r->interp.minor >= 10)
 		report_point(r, &h, &iter_send_hook);
-	if (awaits_in_eval_loop(&r->interp)) {
-		report_point(r, &h, &creation_hook);
-		report_point(r, &h, &dealloc_hook);
-	} else {
-		report_point(r, &h, &throw_through_hook);
-	}
+	for (size_t i = 0; i < N_END_HOOKS; i++)
+		if (version_needs(&r->interp, end_hooks[i]))
+			report_point(r, &h, end_hooks[i]);
 	report_point(r, &h, &plain_hook);
 	if (needs_iternext_hook(&r->interp))
 		report_point(r, &h, &iternext_hook);
