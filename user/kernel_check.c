@@ -525,6 +525,23 @@ static void spans_report(const struct kernel_facts *f, struct capability_report 
 	set(r, CAPABILITY_OK, "");
 }
 
+/* Python spans need what native ones do; what the kernel adds is how
+ * much an untimed Python step costs: with uprobe sessions its entry
+ * program declines the return, so it traps once, else twice. */
+static void python_spans_report(const struct kernel_facts *f,
+				const struct capability_report *spans,
+				struct capability_report *r)
+{
+	*r = *spans;
+	if (r->state != CAPABILITY_OK)
+		return;
+	if (f->uprobe_session == 1)
+		set(r, CAPABILITY_OK, "an untimed Python step traps once (uprobe sessions)");
+	else
+		set(r, CAPABILITY_OK, "an untimed Python step traps twice, at entry and return "
+		    "(uprobe sessions need Linux 6.13)");
+}
+
 /* Why CO-RE cannot read kernel structs, or why there is no task
  * iterator (OWN_ONLY: a --btf file does not do). */
 static void btf_why(const struct kernel_facts *f, bool own_only, char *out, size_t len)
@@ -616,7 +633,7 @@ void kernel_check_capabilities(const struct kernel_facts *f, struct capability_r
 	/* both tracers need the same: uprobes, cookies, the ring buffer and
 	 * a raw tracepoint on sched_process_exit */
 	spans_report(f, &out[CAP_NATIVE_SPANS]);
-	out[CAP_PYTHON_SPANS] = out[CAP_NATIVE_SPANS];
+	python_spans_report(f, &out[CAP_NATIVE_SPANS], &out[CAP_PYTHON_SPANS]);
 	/* children are followed through a raw tracepoint on
 	 * sched_process_fork, of the kind spans already need */
 	if (out[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING)

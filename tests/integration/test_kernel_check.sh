@@ -9,7 +9,11 @@
 source "$ROOT/tests/integration/lib.sh"
 need_root || exit 0
 SP="$PROGS/spanprog"
-CAPS=("native spans" "Python spans" "following children" "span context" "resource series")
+CAPS=("native spans" "following children" "span context" "resource series")
+# Python spans say how often an untimed step traps: once with uprobe
+# sessions (this kernel), twice without
+PY_ONCE="ok: an untimed Python step traps once (uprobe sessions)"
+PY_TWICE="ok: an untimed Python step traps twice, at entry and return (uprobe sessions need Linux 6.13)"
 
 # cap_line FILE NAME: the state part of capability NAME's line.
 cap_line() { sed -n "s/^  $2 *//p" "$1"; }
@@ -21,6 +25,7 @@ bad=""
 for c in "${CAPS[@]}"; do [ "$(cap_line "$T_TMP/check" "$c")" = ok ] || bad+=" [$c]"; done
 # sampling has two ways, and says which
 [ "$(cap_line "$T_TMP/check" "CPU sampling")" = "ok: bpf" ] || bad+=" [CPU sampling]"
+[ "$(cap_line "$T_TMP/check" "Python spans")" = "$PY_ONCE" ] || bad+=" [Python spans]"
 if [ $rc -eq 0 ] && [ -z "$bad" ] && grep -q "config: /proc/config.gz, BTF: the kernel's own" "$T_TMP/check"
 then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/check" "$T_TMP/check.err")"; fi
 
@@ -33,6 +38,7 @@ caps = d["capabilities"]
 assert list(caps) == ["native spans", "Python spans", "following children", "span context", "resource series",
                       "CPU sampling"], caps
 assert caps["CPU sampling"]["detail"] == "bpf", caps
+assert caps["Python spans"]["detail"] == "an untimed Python step traps once (uprobe sessions)", caps
 assert all(c["state"] == "ok" for c in caps.values()), caps
 assert d["kernel"]["btf"] == "own" and d["kernel"]["config"] == "/proc/config.gz"
 PY
@@ -42,9 +48,17 @@ t_begin "check as without BPF on perf events: sampling degraded to perf_event_op
 PMETRICS_TEST_PERF_FALLBACK=1 "$PMETRICS" check >"$T_TMP/perf" 2>&1; rc=$?
 bad=""
 for c in "${CAPS[@]}"; do [ "$(cap_line "$T_TMP/perf" "$c")" = ok ] || bad+=" [$c]"; done
+[ "$(cap_line "$T_TMP/perf" "Python spans")" = "$PY_ONCE" ] || bad+=" [Python spans]"
 if [ $rc -eq 0 ] && [ -z "$bad" ] &&
 	[[ "$(cap_line "$T_TMP/perf" "CPU sampling")" == "degraded: perf fallback: perf_event_open in user space"* ]]
 then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/perf")"; fi
+
+t_begin "check as without uprobe sessions: an untimed Python step traps twice, the rest as before"
+PMETRICS_TEST_NO_UPROBE_SESSION=1 "$PMETRICS" check >"$T_TMP/nosession" 2>&1; rc=$?
+bad=""
+for c in "${CAPS[@]}"; do [ "$(cap_line "$T_TMP/nosession" "$c")" = ok ] || bad+=" [$c]"; done
+if [ $rc -eq 0 ] && [ -z "$bad" ] && [ "$(cap_line "$T_TMP/nosession" "Python spans")" = "$PY_TWICE" ]
+then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/nosession")"; fi
 
 # ---- root of a user namespace of its own ----------------------------------------
 # Its capabilities do not count for bpf(), which says EPERM: the words
@@ -70,7 +84,7 @@ t_begin "check without BTF: spans ok, span context missing naming the option, se
 PMETRICS_TEST_NO_BTF=1 "$PMETRICS" check >"$T_TMP/nobtf" 2>&1; rc=$?
 ctx=$(cap_line "$T_TMP/nobtf" "span context"); res=$(cap_line "$T_TMP/nobtf" "resource series")
 if [ $rc -eq 0 ] && [ "$(cap_line "$T_TMP/nobtf" "native spans")" = ok ] &&
-	[ "$(cap_line "$T_TMP/nobtf" "Python spans")" = ok ] &&
+	[ "$(cap_line "$T_TMP/nobtf" "Python spans")" = "$PY_ONCE" ] &&
 	[[ "$ctx" == "missing: the kernel has no BTF ("*"CONFIG_DEBUG_INFO_BTF"*"or give --btf FILE" ]] &&
 	[[ "$res" == "degraded: read from /proc, not by the BPF task iterator: "* ]] &&
 	[[ "$(cap_line "$T_TMP/nobtf" "following children")" == degraded:* ]]
