@@ -364,6 +364,13 @@ static int try_perf_event_program(void)
 	return ok;
 }
 
+static int try_bpf_loop(void)
+{
+	if (said_no("PMETRICS_TEST_NO_BPF_LOOP"))
+		return 0;
+	return probed(libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL));
+}
+
 void kernel_check_probe(struct kernel_facts *f)
 {
 	struct utsname u;
@@ -391,6 +398,7 @@ void kernel_check_probe(struct kernel_facts *f)
 	}
 	f->ringbuf = probed(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
 	f->perf_event_bpf = try_perf_event_program();
+	f->bpf_loop = f->perf_event_bpf == 1 ? try_bpf_loop() : 0;
 	kernel_check_release();
 	f->uprobe = try_uprobe();
 	f->uprobe_multi = f->uprobe == 1 ? try_uprobe_multi() : 0;
@@ -610,8 +618,11 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 	}
 	if (test && strcmp(test, "1") == 0) {
 		snprintf(why, sizeof(why), "PMETRICS_TEST_PERF_FALLBACK=1");
-	} else if (f->perf_event_bpf == 1) {
+	} else if (f->perf_event_bpf == 1 && f->bpf_loop == 1) {
 		return set(r, CAPABILITY_OK, "bpf");
+	} else if (f->perf_event_bpf == 1) {
+		snprintf(why, sizeof(why), "the kernel has no bpf_loop(), which the BPF sampler walks "
+			 "Python stacks with (it came in Linux 5.17)");
 	} else {
 		basic_why(f, why, sizeof(why));
 		if (!why[0] && f->config_source[0])

@@ -43,6 +43,9 @@ struct kernel_facts {
 	/* multi-uprobe links (6.6) and uprobe sessions (6.13);
 	 * PMETRICS_TEST_NO_UPROBE_MULTI=1 and _NO_UPROBE_SESSION=1 say no */
 	int uprobe_multi, uprobe_session;
+	/* bpf_loop() (5.17), which the BPF sampler walks Python stacks with;
+	 * PMETRICS_TEST_NO_BPF_LOOP=1 says no */
+	int bpf_loop;
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
 	bool initial_userns;   /* in the initial user namespace, where those count */

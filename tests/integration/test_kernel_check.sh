@@ -53,6 +53,19 @@ if [ $rc -eq 0 ] && [ -z "$bad" ] &&
 	[[ "$(cap_line "$T_TMP/perf" "CPU sampling")" == "degraded: perf fallback: perf_event_open in user space"* ]]
 then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/perf")"; fi
 
+t_begin "check as without bpf_loop() (before Linux 5.17): sampling degraded to perf_event_open, naming it"
+PMETRICS_TEST_NO_BPF_LOOP=1 "$PMETRICS" check >"$T_TMP/noloop" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(cap_line "$T_TMP/noloop" "CPU sampling")" = "degraded: perf fallback: perf_event_open in user space, Python stacks read just after each sample: the kernel has no bpf_loop(), which the BPF sampler walks Python stacks with (it came in Linux 5.17)" ]
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/noloop")"; fi
+
+t_begin "record --sample as without bpf_loop(): samples taken by perf_event_open"
+out=$(fresh_dir)
+PMETRICS_TEST_NO_BPF_LOOP=1 "$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn" shares 1 \
+	>/dev/null 2>"$T_TMP/noloop.err"; rc=$?
+n=$(grep -c ',on-cpu,' "$out/profile_samples" 2>/dev/null)
+if [ $rc -eq 0 ] && grep -q "taken by perf_event_open" "$T_TMP/noloop.err" && [ "${n:-0}" -ge 50 ]
+then t_pass; else t_fail "rc $rc, ${n:-0} samples: $(tail -n 3 "$T_TMP/noloop.err")"; fi
+
 t_begin "check as without uprobe sessions: an untimed Python step traps twice, the rest as before"
 PMETRICS_TEST_NO_UPROBE_SESSION=1 "$PMETRICS" check >"$T_TMP/nosession" 2>&1; rc=$?
 bad=""
