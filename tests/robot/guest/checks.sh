@@ -133,6 +133,34 @@ else
 	if [ -z "$(ls "$out")" ]; then t_pass; else t_fail "$(ls "$out")"; fi
 fi
 
+# ---- CPU sampling ----------------------------------------------------------------
+# By BPF where the kernel runs BPF on perf events (the sampler's program
+# must pass this kernel's verifier), else by perf_event_open in user
+# space. A C program burns 60/30/10 % in heavy, medium and light; under
+# emulation the shares are looser than the host's test holds them.
+SAMPLE_BY=perf_event_open
+[ "$(kconfig BPF_EVENTS)" != n ] && SAMPLE_BY=BPF
+t_begin "sampling by $SAMPLE_BY: 60/30/10 % burners within 10 points, the summary naming the way"
+out=$(fresh_dir)
+"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn" shares 3 >/dev/null 2>"$T_TMP/err"
+rc=$?
+"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+# samples in all, then the percentage inside each burner
+counts=$(awk '{ n = $NF; t += n; st = $0; sub(/ [0-9]+$/, "", st)
+	if (st ~ /;heavy(;|$)/) h += n; else if (st ~ /;medium(;|$)/) m += n; else if (st ~ /;light(;|$)/) l += n }
+	END { if (t) printf "%d %d %d %d\n", t, 100 * h / t, 100 * m / t, 100 * l / t; else print 0 }' \
+	"$out/profile.folded" 2>/dev/null)
+read -r total heavy medium light <<EOF
+$counts
+EOF
+info "  $total samples: heavy ${heavy:-?} %, medium ${medium:-?} %, light ${light:-?} %"
+within() { [ -n "$1" ] && [ "$1" -ge $(($2 - 10)) ] && [ "$1" -le $(($2 + 10)) ]; }
+if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
+elif ! grep -q "taken by $SAMPLE_BY" "$T_TMP/err"; then t_fail "not taken by $SAMPLE_BY: $(head -c 300 "$T_TMP/err")"
+elif [ "${total:-0}" -lt 100 ]; then t_fail "${total:-0} samples: $(tail -c 300 "$T_TMP/err")"
+elif within "$heavy" 60 && within "$medium" 30 && within "$light" 10; then t_pass
+else t_fail "heavy $heavy, medium $medium, light $light %"; fi
+
 # ---- resource series -----------------------------------------------------------
 "$PROGS/res_burn" 300 200 >"$T_TMP/burn.out" & burn=$!
 i=0; while [ $i -lt 300 ] && ! grep -q "done" "$T_TMP/burn.out"; do sleep 0.1; i=$((i + 1)); done
