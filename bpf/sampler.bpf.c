@@ -40,6 +40,7 @@ struct sample_scratch {
 	struct sampler_sample e;
 	__u8 stack[SAMPLER_STACK_COPY]; /* room for the copy after e.py[n_py] */
 	__u8 frame[PY_SCRATCH_BYTES]; /* the walker's read of one frame */
+	struct py_code_memo memo[PY_CODE_MEMO];
 };
 
 struct {
@@ -164,7 +165,8 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u32 tid)
 static __always_inline void python_stack(struct sample_scratch *s, __u32 tgid, __u32 tid)
 {
 	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
-	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .status = PY_WALK_OK };
+	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .memo = s->memo,
+				.status = PY_WALK_OK };
 	__u64 ts;
 
 	s->e.n_py = 0;
@@ -183,6 +185,8 @@ static __always_inline void python_stack(struct sample_scratch *s, __u32 tgid, _
 		s->e.py_status = PY_WALK_IDLE;
 		return;
 	}
+	for (int i = 0; i < PY_CODE_MEMO; i++)
+		s->memo[i].code = 0;
 	bpf_loop(PY_MAX_VISITED, walk_step, &walk, 0);
 	if (walk.frame && walk.status == PY_WALK_OK)
 		walk.status = PY_WALK_TRUNCATED;

@@ -16,9 +16,9 @@
  * frame is read into a buffer at once (BPF: map memory, where a field
  * can be taken out at an offset known only at run time).
  *
- * The walk only collects (code object, instruction) pairs; what a code
- * object is called and where its lines are is read by user space
- * (user/python_stack.c), once per code object.
+ * The walk collects, per frame, the code object, the instruction and
+ * the code's name and file (pointers to str objects: their text is read
+ * by user space, user/python_stack.c, once per string).
  *
  * Which thread state belongs to a thread: 3.11+ store the kernel's thread
  * id (native_thread_id); 3.8-3.10 only the pthread_t, which on glibc is
@@ -43,6 +43,9 @@
 /* Bytes of a frame read at once: every field the walk takes is inside. */
 #define PY_SCRATCH_BYTES 128
 #define PY_NO_FIELD 0xffffffffu
+
+/* Code objects remembered during one walk (a power of two). */
+#define PY_CODE_MEMO 8
 
 /* How frames hang together, by version. */
 enum py_model {
@@ -231,6 +234,21 @@ PY_INLINE __u32 py_field8(const __u8 *buf, __u32 off)
 	return buf[off];
 }
 
+/* A code object's fields as one walk read them. Within a walk they stay
+ * true: the frame that led to the code object holds a reference to it,
+ * and the thread is stopped (BPF) or was a moment ago (user space). A
+ * recursive call chain, a common shape of a deep stack, then reads each
+ * code object once instead of once per frame. Never kept from one walk
+ * to the next: a code object freed in between (a module's body after
+ * its import) may be replaced by another at the same address. */
+struct py_code_memo {
+	__u64 code; /* 0: an empty slot */
+	__u64 filename;
+	__u64 name;
+	__s32 firstlineno;
+	__u32 pad;
+};
+
 /* The walk of a thread's frames from its innermost outwards, one frame
  * per step (bpf_loop() on the BPF side). */
 struct py_walk {
@@ -238,9 +256,44 @@ struct py_walk {
 	__u64 frame;             /* the frame to read next, 0 at the end */
 	struct py_frame_ref *out; /* PY_MAX_FRAMES slots, leaf first */
 	__u8 *buf;               /* PY_SCRATCH_BYTES */
+	struct py_code_memo *memo; /* PY_CODE_MEMO slots, emptied before the walk */
 	__u32 n;                 /* frames in out */
 	__u32 status;            /* enum py_walk_status */
 };
+
+/* The memo slot of a code object (they are 16-byte aligned). */
+PY_INLINE struct py_code_memo *py_memo_slot(struct py_walk *w, __u64 code)
+{
+	return &w->memo[((code >> 4) ^ (code >> 9)) & (PY_CODE_MEMO - 1)];
+}
+
+/* R's code fields: from the memo, else read from the code object (into
+ * W's buffer) and remembered. */
+PY_INLINE void py_code_fields(PY_CTX ctx, struct py_walk *w, struct py_frame_ref *r)
+{
+	const struct py_layout *L = w->L;
+	struct py_code_memo *m = py_memo_slot(w, r->code);
+	__u32 size = L->code_read & (PY_SCRATCH_BYTES - 1);
+
+	if (r->code && m->code == r->code) {
+		r->firstlineno = m->firstlineno;
+		r->filename = m->filename;
+		r->name = m->name;
+		return;
+	}
+	r->firstlineno = -1;
+	r->filename = r->name = 0;
+	if (!size || L->code_filename < L->code_firstlineno || L->code_name < L->code_firstlineno ||
+	    PY_READ(ctx, w->buf, size, r->code + L->code_firstlineno))
+		return;
+	r->firstlineno = (__s32)py_field32(w->buf, 0);
+	r->filename = py_field64(w->buf, L->code_filename - L->code_firstlineno);
+	r->name = py_field64(w->buf, L->code_name - L->code_firstlineno);
+	m->code = r->code;
+	m->firstlineno = r->firstlineno;
+	m->filename = r->filename;
+	m->name = r->name;
+}
 
 /* One step: 1 when the walk is over. */
 PY_INLINE int py_walk_step(PY_CTX ctx, struct py_walk *w)
@@ -278,16 +331,8 @@ PY_INLINE int py_walk_step(PY_CTX ctx, struct py_walk *w)
 		r->instr = instr > code + L->code_adaptive ?
 				   (__u32)(instr - code - L->code_adaptive) : 0;
 	}
-	/* the frame's fields are taken: the buffer now holds the code's */
-	r->firstlineno = -1;
-	r->filename = r->name = 0;
-	size = L->code_read & (PY_SCRATCH_BYTES - 1);
-	if (size && L->code_filename >= L->code_firstlineno && L->code_name >= L->code_firstlineno &&
-	    !PY_READ(ctx, w->buf, size, code + L->code_firstlineno)) {
-		r->firstlineno = (__s32)py_field32(w->buf, 0);
-		r->filename = py_field64(w->buf, L->code_filename - L->code_firstlineno);
-		r->name = py_field64(w->buf, L->code_name - L->code_firstlineno);
-	}
+	/* the frame's fields are taken: the buffer may now hold the code's */
+	py_code_fields(ctx, w, r);
 	w->n++;
 	return 0;
 }

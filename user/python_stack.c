@@ -383,7 +383,8 @@ int python_walk_thread(const struct python_proc *p, pid_t tid, uint64_t *tstate,
 	struct user_reader r = { .pid = p->pid };
 	const struct py_layout *L = &p->walk.layout;
 	uint8_t buf[PY_SCRATCH_BYTES];
-	struct py_walk w = { .L = L, .out = out, .buf = buf, .status = PY_WALK_OK };
+	struct py_code_memo memo[PY_CODE_MEMO] = { 0 };
+	struct py_walk w = { .L = L, .out = out, .buf = buf, .memo = memo, .status = PY_WALK_OK };
 
 	if (!py_thread_state_is(&r, L, *tstate, (uint32_t)tid)) {
 		struct py_find f = { .L = L, .tid = (uint32_t)tid, .ts = py_first_tstate(&r, &p->walk) };
