@@ -226,13 +226,18 @@ static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 #endif
 }
 
-/* The top of the user stack after the Python frames: as much of
+/* The top of the user stack after the N_PY Python frames: as much of
  * SAMPLER_STACK_COPY as is mapped above the stack pointer. */
-static __always_inline void copy_stack(struct sample_scratch *s)
+static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u8 *dst = (__u8 *)s->e.py;
+	__u8 *dst;
 	__u64 sp;
+
+	if (n_py > PY_MAX_FRAMES)
+		return;
+	/* after py[PY_MAX_FRAMES - 1] comes the scratch's room for the copy */
+	dst = (__u8 *)s->e.py + n_py * sizeof(struct py_frame_ref);
 
 	s->e.n_regs = user_regs(regs, s->e.regs);
 	sp = s->e.regs[SAMPLER_REGS_SP];
@@ -244,13 +249,23 @@ static __always_inline void copy_stack(struct sample_scratch *s)
 	}
 }
 #else
-static __always_inline void copy_stack(struct sample_scratch *s) {}
+static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py) {}
 #endif
+
+/* Whether the user leaf the sample took (user[0]) is in the interpreter
+ * of process TGID. */
+static __always_inline bool leaf_in_interpreter(struct sample_scratch *s, __u32 tgid)
+{
+	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
+
+	return p && s->e.user[0] >= p->interp_start && s->e.user[0] < p->interp_end;
+}
 
 /* One sample of the current thread, of a traced process TGID. */
 static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
+	int n_user;
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	__u64 size;
 
@@ -263,14 +278,27 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	s->e.tid = tid;
 	s->e.stack_len = 0;
 	s->e.n_regs = 0;
-	s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user), BPF_F_USER_STACK));
-	s->e.n_kernel = stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0));
 	python_stack(s, tgid, tid);
 	n_py = s->e.n_py;
 	if (n_py > PY_MAX_FRAMES)
 		n_py = PY_MAX_FRAMES;
-	if (copy_stacks && n_py == 0)
-		copy_stack(s);
+	/* Under a Python stack user space keeps only the native frames the
+	 * interpreter called out to (user/sampler.c). With the leaf in the
+	 * interpreter that is none: the leaf alone is taken. Otherwise the
+	 * native stack, and its copy for DWARF: an extension or library
+	 * built without frame pointers breaks the chain on its way back to
+	 * the interpreter. */
+	n_user = n_py ? stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user[0]),
+						   BPF_F_USER_STACK)) : 0;
+	if (n_user == 1 && leaf_in_interpreter(s, tgid)) {
+		s->e.n_user = 1;
+	} else {
+		s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user),
+							 BPF_F_USER_STACK));
+		if (copy_stacks)
+			copy_stack(s, n_py);
+	}
+	s->e.n_kernel = stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0));
 	size = offsetof(struct sampler_sample, py) + n_py * sizeof(struct py_frame_ref) +
 	       s->e.stack_len;
 	/* the bound the verifier needs, on the register it checks */

@@ -86,6 +86,11 @@ struct py_layout {
 /* One interpreter process: where its _PyRuntime is, and its layout. */
 struct py_proc {
 	__u64 runtime;
+	/* The addresses the interpreter's file is mapped at. A sample with a
+	 * Python stack whose user leaf is in there keeps no native frame
+	 * (user/sampler.c keeps only those the interpreter called out to),
+	 * so the BPF sampler walks no native user stack for it. */
+	__u64 interp_start, interp_end;
 	struct py_layout layout;
 };
 

@@ -223,6 +223,16 @@ static bool interp_in_file(pid_t pid, const struct proc_map *maps, int n, int i,
 	out->code_type = w.code_type ? bias + w.code_type : 0;
 	out->interp_dev = maps[i].dev;
 	out->interp_ino = maps[i].ino;
+	out->walk.interp_start = UINT64_MAX;
+	out->walk.interp_end = 0;
+	for (int k = 0; k < n; k++) {
+		if (maps[k].dev != maps[i].dev || maps[k].ino != maps[i].ino)
+			continue;
+		if (maps[k].start < out->walk.interp_start)
+			out->walk.interp_start = maps[k].start;
+		if (maps[k].end > out->walk.interp_end)
+			out->walk.interp_end = maps[k].end;
+	}
 	snprintf(out->interp_name, sizeof(out->interp_name), "%s",
 		 strrchr(maps[i].path, '/') ? strrchr(maps[i].path, '/') + 1 : maps[i].path);
 	return true;

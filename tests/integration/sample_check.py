@@ -21,9 +21,13 @@ by one of pmetrics report.
         every Python frame NAME of FILE is at one of the LINEs
     sample_check.py pids DIR NAME
         prints how many processes have samples with frame NAME
+    sample_check.py called_out DIR NAME REGEX MIN_PCT
+        of the on-CPU samples in frame NAME, at least MIN_PCT % hold a
+        frame matching REGEX further in (a native function it called)
 """
 import collections
 import os
+import re
 import sys
 
 
@@ -130,6 +134,24 @@ def pids(d, name):
     return 0
 
 
+def called_out(d, name, regex, min_pct):
+    inside = out = 0
+    for _, kind, _, _, stack in load(d):
+        names = [frame_name(f) for f in stack]
+        if kind != "on-cpu" or name not in names:
+            continue
+        inside += 1
+        if any(re.search(regex, f) for f in stack[names.index(name) + 1:]):
+            out += 1
+    if not inside:
+        print("no on-CPU sample in " + name)
+        return 1
+    pct = 100.0 * out / inside
+    print("%s%d of %d samples in %s (%.1f%%) hold %s" % ("BAD " if pct < float(min_pct) else "", out,
+                                                        inside, name, pct, regex))
+    return 0 if pct >= float(min_pct) else 1
+
+
 def main():
     cmd, d = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -145,6 +167,8 @@ def main():
         return lines(d, args[0], args[1], args[2:])
     if cmd == "pids":
         return pids(d, args[0])
+    if cmd == "called_out":
+        return called_out(d, *args)
     print("unknown check " + cmd)
     return 2
 

@@ -20,6 +20,7 @@
 # - pmetrics report's folded totals equal the samples written;
 # - a single-threaded program's on-CPU and off-CPU time add up to its run
 #   time;
+# - native code a Python function calls (zlib's libz) shows under it;
 # - a libpython stripped as the robot's image strips it names the same
 #   Python frames;
 # - bad --sample values: one line, exit 2, nothing created.
@@ -171,6 +172,15 @@ python_tests() {
 			"$py" "$PROG" block "$SECONDS_SHARES" || continue
 		expect_check "$tag.$way.offcpu.shares" shares "$out" off-cpu "$TOL" long_wait=75 short_wait=25
 		expect_check "$tag.$way.offcpu.oncpu" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+	done
+
+	# native code the interpreter calls (zlib's libz) stays under the
+	# Python frame that called it, by both ways
+	for way in bpf perf; do
+		out=$(fresh_dir)
+		capture "$tag.$way.native" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
+			"$py" "$PROG" native "$SECONDS_SHORT" || continue
+		expect_check "$tag.$way.native.frames" called_out "$out" squeeze '^zlib_compress$' 60
 	done
 
 	out=$(fresh_dir)

@@ -8,11 +8,13 @@
     sample_prog.py coro SECONDS     outer awaits middle awaits inner, which burns
     sample_prog.py span SECONDS     in_span and outside_span burn half each
     sample_prog.py burn SECONDS     one CPU-bound loop
+    sample_prog.py native SECONDS   squeeze calls zlib.compress (libz) in a loop
 
 Each part burns in its own loop (no shared helper), so a sample's leaf
 Python frame says which part the CPU time is spent in.
 """
 import asyncio
+import os
 import sys
 import threading
 import time
@@ -123,9 +125,19 @@ def burn(seconds):
     return total
 
 
+def squeeze(seconds):
+    import zlib
+
+    data = os.urandom(1 << 16) * 4
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        zlib.compress(data, 9)
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
-    {"shares": shares, "block": block, "coro": coro, "span": span, "burn": burn}[mode](seconds)
+    {"shares": shares, "block": block, "coro": coro, "span": span, "burn": burn,
+     "native": squeeze}[mode](seconds)
 
 
 if __name__ == "__main__":
