@@ -136,6 +136,7 @@ def pids(d, name):
 
 def called_out(d, name, regex, min_pct):
     inside = out = 0
+    missing = collections.Counter()
     for _, kind, _, _, stack in load(d):
         names = [frame_name(f) for f in stack]
         if kind != "on-cpu" or name not in names:
@@ -143,13 +144,18 @@ def called_out(d, name, regex, min_pct):
         inside += 1
         if any(re.search(regex, f) for f in stack[names.index(name) + 1:]):
             out += 1
+        else:
+            missing[";".join(stack[names.index(name):])] += 1
     if not inside:
         print("no on-CPU sample in " + name)
         return 1
     pct = 100.0 * out / inside
-    print("%s%d of %d samples in %s (%.1f%%) hold %s" % ("BAD " if pct < float(min_pct) else "", out,
-                                                        inside, name, pct, regex))
-    return 0 if pct >= float(min_pct) else 1
+    bad = pct < float(min_pct)
+    # a failure shows the commonest stack that missed, from NAME in
+    print("%s%d of %d samples in %s (%.1f%%) hold %s%s" % (
+        "BAD " if bad else "", out, inside, name, pct, regex,
+        "; most without: %s x%d" % missing.most_common(1)[0] if bad and missing else ""))
+    return 1 if bad else 0
 
 
 def main():
