@@ -19,14 +19,15 @@
 static void all_works(struct kernel_facts *f)
 {
 	memset(f, 0, sizeof(*f));
-	snprintf(f->release, sizeof(f->release), "5.15.77");
+	snprintf(f->release, sizeof(f->release), "6.13.2");
 	snprintf(f->machine, sizeof(f->machine), "aarch64");
 	snprintf(f->config_source, sizeof(f->config_source), "/proc/config.gz");
 	f->opt_ftrace = f->opt_uprobe_events = f->opt_bpf_events = f->opt_bpf_syscall = 'y';
 	f->opt_btf = f->opt_perf_events = f->opt_sched_info = f->opt_schedstats = 'y';
 	f->opt_debug_info_reduced = 'n';
 	f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter = 1;
-	f->perf_event_bpf = f->perf_events = 1;
+	f->perf_event_bpf = f->perf_events = f->bpf_loop = 1;
+	f->uprobe_multi = f->uprobe_session = 1;
 	f->btf = KERNEL_BTF_OWN;
 	f->root = f->initial_userns = true;
 }
@@ -154,6 +155,39 @@ static void without_btf_children_are_followed_less_exactly(void **state)
 	expect(caps, CAP_SPAN_CONTEXT, CAPABILITY_MISSING, "the kernel has no BTF", NULL);
 }
 
+/* Before 6.13 (the Flex's 6.6) an untimed Python step traps at its
+ * return too: still ok, and said. */
+static void without_uprobe_sessions_python_steps_trap_twice(void **state)
+{
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	(void)state;
+	all_works(&f);
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_SPANS, CAPABILITY_OK, "traps once (uprobe sessions)", NULL);
+	f.uprobe_session = 0;
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_SPANS, CAPABILITY_OK, "traps twice, at entry and return", NULL);
+	expect(caps, CAP_NATIVE_SPANS, CAPABILITY_OK, NULL, NULL);
+}
+
+/* A 5.15 built with BPF on perf events has no bpf_loop(), which the BPF
+ * sampler needs: sampling falls back to perf_event_open, saying why. */
+static void without_bpf_loop_sampling_falls_back(void **state)
+{
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	(void)state;
+	all_works(&f);
+	f.bpf_loop = 0;
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_SAMPLING, CAPABILITY_DEGRADED, "no bpf_loop()", "CONFIG_");
+	expect(caps, CAP_SAMPLING, CAPABILITY_DEGRADED, "Linux 5.17", NULL);
+	expect(caps, CAP_NATIVE_SPANS, CAPABILITY_OK, NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +197,8 @@ int main(void)
 		cmocka_unit_test(no_bpf_syscall_names_the_option),
 		cmocka_unit_test(a_refused_raw_tracepoint_means_no_spans),
 		cmocka_unit_test(without_btf_children_are_followed_less_exactly),
+		cmocka_unit_test(without_uprobe_sessions_python_steps_trap_twice),
+		cmocka_unit_test(without_bpf_loop_sampling_falls_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
