@@ -261,8 +261,20 @@ static __always_inline bool leaf_in_interpreter(struct sample_scratch *s, __u32 
 	return p && s->e.user[0] >= p->interp_start && s->e.user[0] < p->interp_end;
 }
 
-/* One sample of the current thread, of a traced process TGID. */
-static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id)
+/* Whether a CPU sample interrupted user code: it has no kernel stack
+ * then (bpf_get_stack() would find an empty one, at a cost). On x86-64
+ * and arm64 user addresses have the top bit clear, kernel ones set; the
+ * context's registers are read whole (the verifier takes no narrower
+ * load of them). */
+static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
+{
+	return PT_REGS_IP((struct pt_regs *)&ctx->regs) < (1ull << 63);
+}
+
+/* One sample of the current thread, of a traced process TGID; its
+ * kernel stack when KERNEL_STACK. */
+static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id,
+				       bool kernel_stack)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
 	int n_user;
@@ -298,7 +310,8 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 		if (copy_stacks)
 			copy_stack(s, n_py);
 	}
-	s->e.n_kernel = stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0));
+	s->e.n_kernel = kernel_stack ?
+		stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0)) : 0;
 	size = offsetof(struct sampler_sample, py) + n_py * sizeof(struct py_frame_ref) +
 	       s->e.stack_len;
 	/* the bound the verifier needs, on the register it checks */
@@ -320,7 +333,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tgid || !traced(tgid))
 		return 0;
-	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id);
+	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id, !in_user_mode(ctx));
 	return 0;
 }
 
@@ -351,7 +364,7 @@ static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
 		bpf_map_delete_elem(&exiting, &prev);
 		return 0;
 	}
-	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id) == 0) {
+	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, true) == 0) {
 		struct off_start st = { .out_ns = now, .tid = (__u32)id };
 
 		bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY);

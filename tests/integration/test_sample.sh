@@ -20,7 +20,8 @@
 # - pmetrics report's folded totals equal the samples written;
 # - a single-threaded program's on-CPU and off-CPU time add up to its run
 #   time;
-# - native code a Python function calls (zlib's libz) shows under it;
+# - native code a Python function calls (zlib's libz) shows under it, and
+#   the kernel's frames under a C function whose CPU time is the kernel's;
 # - a libpython stripped as the robot's image strips it names the same
 #   Python frames;
 # - bad --sample values: one line, exit 2, nothing created.
@@ -209,6 +210,15 @@ native_tests() {
 		done
 	done
 	folded_equals_samples "sample_burn.perf" "$out"
+
+	# CPU time the kernel spends for the program (reads of /dev/zero):
+	# its samples carry the kernel's frames under the program's
+	for way in bpf perf; do
+		out=$(fresh_dir)
+		capture "sample_burn.$way.kernel" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
+			"$PROGS/sample_burn" kernel "$SECONDS_SHORT" || continue
+		expect_check "sample_burn.$way.kernel.frames" called_out "$out" in_kernel '_\[k\]$' 50
+	done
 
 	# --off-cpu alone: the waits, no CPU samples
 	out=$(fresh_dir)

@@ -6,6 +6,8 @@
  *   sample_burn block SECONDS    a thread sleeps in long_wait (75 %) and
  *                                short_wait (25 %) while main burns
  *   sample_burn span SECONDS     in_span and outside_span burn half each
+ *   sample_burn kernel SECONDS   in_kernel reads /dev/zero: the CPU time is
+ *                                the kernel's, on in_kernel's behalf
  *
  * Each part burns in a loop of its own that calls nothing most of the
  * time, so a sample's leaf function says which part it is in; built with
@@ -105,6 +107,23 @@ static void block(double seconds)
 	pthread_join(t, NULL);
 }
 
+/* Burns in the kernel: reads of /dev/zero, whose cost is the kernel
+ * clearing the buffer. */
+static void in_kernel(double seconds)
+{
+	static char buf[1 << 16];
+	unsigned long long end = now_ns() + (unsigned long long)(seconds * 1e9);
+	FILE *zero = fopen("/dev/zero", "rb");
+
+	if (!zero)
+		exit(1);
+	setvbuf(zero, NULL, _IONBF, 0);
+	while (now_ns() < end)
+		if (fread(buf, 1, sizeof(buf), zero) != sizeof(buf))
+			exit(1);
+	fclose(zero);
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 2 ? atof(argv[2]) : 1;
@@ -117,6 +136,8 @@ int main(int argc, char **argv)
 		span(seconds);
 	else if (strcmp(argv[1], "block") == 0)
 		block(seconds);
+	else if (strcmp(argv[1], "kernel") == 0)
+		in_kernel(seconds);
 	else
 		return 2;
 	return 0;
