@@ -161,6 +161,28 @@ elif [ "${total:-0}" -lt 100 ]; then t_fail "${total:-0} samples: $(tail -c 300 
 elif within "$heavy" 60 && within "$medium" 30 && within "$light" 10; then t_pass
 else t_fail "heavy $heavy, medium $medium, light $light %"; fi
 
+# A sample taken while the kernel works for the program (reads of
+# /dev/zero) has the kernel's frames: a user-code sample is told from a
+# kernel one by its address, which differs by architecture.
+t_begin "sampling by $SAMPLE_BY: CPU time spent in the kernel keeps its kernel frames"
+out=$(fresh_dir)
+"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn" kernel 2 >/dev/null 2>"$T_TMP/err"
+rc=$?
+"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+# (all samples: without BTF the user stack under a kernel one stops in
+# libc, which has no frame pointers, and the BPF path has no stack copy
+# to unwind it by DWARF)
+counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st); t += n; if (st ~ /_\[k\]$/) k += n }
+	END { printf "%d %d\n", t, k }' "$out/profile.folded" 2>/dev/null)
+read -r total kernel <<EOF
+$counts
+EOF
+info "  $total samples, ${kernel:-?} with kernel frames"
+if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
+elif [ "${total:-0}" -lt 50 ]; then t_fail "${total:-0} samples: $(tail -c 300 "$T_TMP/err")"
+elif [ $((kernel * 2)) -ge "$total" ]; then t_pass
+else t_fail "$kernel of $total samples have kernel frames"; fi
+
 # ---- resource series -----------------------------------------------------------
 "$PROGS/res_burn" 300 200 >"$T_TMP/burn.out" & burn=$!
 i=0; while [ $i -lt 300 ] && ! grep -q "done" "$T_TMP/burn.out"; do sleep 0.1; i=$((i + 1)); done
