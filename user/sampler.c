@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
 #include "elf_symbols.h"
@@ -25,6 +26,10 @@
 
 /* A process without an interpreter after this long is a native one. */
 #define PROC_SETTLE_NS 1000000000ull
+/* How long an exec'd program that needs a libpython is waited for to map
+ * it, and how often it is looked at meanwhile. */
+#define EXEC_MAP_WAIT_NS 100000000ull
+#define EXEC_MAP_LOOK_NS 1000000L
 #define PROC_LOOK_EVERY_NS 50000000ull
 #define FLUSH_EVERY_NS 1000000000ull
 #define FRAME_TEXT 512
@@ -236,19 +241,54 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
 	}
 }
 
+/* A new process, not looked at yet; NULL without memory. */
+static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
+{
+	struct proc_state *p;
+
+	if (!array_grow((void **)&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs)))
+		return NULL;
+	p = &s->procs[s->n_procs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->first_seen_ns = now;
+	s->procs_seen++;
+	return p;
+}
+
+/* P just exec'd. A program that needs a libpython (a launcher such as
+ * /usr/bin/python3.12) has its dynamic loader map it before main: wait
+ * for that here, so the BPF side knows the interpreter before any
+ * Python code runs. Else it is learnt only with the first samples the
+ * sampler thread gets to (up to its poll interval later, or more while
+ * it symbolizes the first native stacks), and a wait begun meanwhile (a
+ * thread's first sleep) would have no Python stack for all its length.
+ * Other programs are looked at as their samples come. */
+static void look_after_exec(struct sampler *s, struct proc_state *p)
+{
+	struct timespec pause = { 0, EXEC_MAP_LOOK_NS };
+	uint64_t start = monotonic_ns();
+	char exe[64], needed[256];
+
+	look_at(s, p, start);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)p->pid);
+	if (p->kind != PROC_UNKNOWN || elf_needed(exe, "libpython", needed, sizeof(needed)) != 0)
+		return;
+	while (p->kind == PROC_UNKNOWN && monotonic_ns() - start < EXEC_MAP_WAIT_NS) {
+		nanosleep(&pause, NULL);
+		look_at(s, p, monotonic_ns());
+	}
+}
+
 struct proc_state *sampler_proc(struct sampler *s, pid_t pid)
 {
 	struct proc_state *p = find_proc(s, pid);
 	uint64_t now = monotonic_ns();
 
 	if (!p) {
-		if (!array_grow((void **)&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs)))
+		p = new_proc(s, pid, now);
+		if (!p)
 			return NULL;
-		p = &s->procs[s->n_procs++];
-		memset(p, 0, sizeof(*p));
-		p->pid = pid;
-		p->first_seen_ns = now;
-		s->procs_seen++;
 		look_at(s, p, now);
 	} else if (p->kind == PROC_UNKNOWN && now - p->last_look_ns >= PROC_LOOK_EVERY_NS) {
 		look_at(s, p, now);
@@ -265,11 +305,13 @@ void sampler_exec(struct sampler *s, pid_t pid)
 	symbolizer_forget(s->sym, pid);
 	python_names_forget(s->names, pid);
 	unwinder_forget(s->unw, pid);
-	if (p) {
-		p->kind = PROC_UNKNOWN;
-		p->first_seen_ns = monotonic_ns();
-		p->last_look_ns = 0;
-	}
+	if (!p)
+		p = new_proc(s, pid, monotonic_ns());
+	if (!p)
+		return;
+	p->kind = PROC_UNKNOWN;
+	p->first_seen_ns = monotonic_ns();
+	look_after_exec(s, p);
 }
 
 /* Whether return address PC of PID is in a thread's first function

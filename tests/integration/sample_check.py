@@ -21,6 +21,8 @@ by one of pmetrics report.
         every Python frame NAME of FILE is at one of the LINEs
     sample_check.py pids DIR NAME
         prints how many processes have samples with frame NAME
+    sample_check.py with_python DIR KIND MIN_PCT
+        at least MIN_PCT % of KIND samples' weight has Python frames
     sample_check.py called_out DIR NAME REGEX MIN_PCT
         of the on-CPU samples in frame NAME, at least MIN_PCT % hold a
         frame matching REGEX further in (a native function it called)
@@ -134,6 +136,22 @@ def pids(d, name):
     return 0
 
 
+def with_python(d, kind, min_pct):
+    total = python = 0
+    for _, k, weight, _, stack in load(d):
+        if k != kind:
+            continue
+        total += weight
+        if any(f.endswith(")") and " (" in f for f in stack):
+            python += weight
+    if not total:
+        print("no %s samples" % kind)
+        return 1
+    pct = 100.0 * python / total
+    print("%s%.1f%% of the %s weight has Python frames" % ("BAD " if pct < float(min_pct) else "", pct, kind))
+    return 0 if pct >= float(min_pct) else 1
+
+
 def called_out(d, name, regex, min_pct):
     inside = out = 0
     missing = collections.Counter()
@@ -173,6 +191,8 @@ def main():
         return lines(d, args[0], args[1], args[2:])
     if cmd == "pids":
         return pids(d, args[0])
+    if cmd == "with_python":
+        return with_python(d, *args)
     if cmd == "called_out":
         return called_out(d, *args)
     print("unknown check " + cmd)

@@ -19,7 +19,8 @@
 #   others none;
 # - pmetrics report's folded totals equal the samples written;
 # - a single-threaded program's on-CPU and off-CPU time add up to its run
-#   time;
+#   time; the waits of a launched interpreter have Python stacks from its
+#   first one;
 # - native code a Python function calls (zlib's libz) shows under it, and
 #   the kernel's frames under a C function whose CPU time is the kernel's;
 # - a libpython stripped as the robot's image strips it names the same
@@ -174,6 +175,14 @@ python_tests() {
 		expect_check "$tag.$way.offcpu.shares" shares "$out" off-cpu "$TOL" long_wait=75 short_wait=25
 		expect_check "$tag.$way.offcpu.oncpu" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
 	done
+
+	# a launched interpreter is known before its Python code runs: a
+	# thread's first sleep, 80 ms after start, is walked too (else 300
+	# ms of a 2 s run's waits had no Python stack)
+	out=$(fresh_dir)
+	if capture "$tag.launch.offcpu" "$out" -- --off-cpu -- "$py" "$PROG" block 2; then
+		expect_check "$tag.launch.offcpu.python" with_python "$out" off-cpu 97
+	fi
 
 	# native code the interpreter calls (zlib's libz) stays under the
 	# Python frame that called it, by both ways
