@@ -176,9 +176,10 @@ python_tests() {
 		expect_check "$tag.$way.offcpu.oncpu" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
 	done
 
-	# a launched interpreter is known before its Python code runs: a
-	# thread's first sleep, 80 ms after start, is walked too (else 300
-	# ms of a 2 s run's waits had no Python stack)
+	# a launched interpreter is known before its Python code runs, so a
+	# thread's first sleep (80 ms after start, 300 ms long) has its
+	# Python stack too: a wait begun before pmetrics knew the
+	# interpreter would have none for all its length
 	out=$(fresh_dir)
 	if capture "$tag.launch.offcpu" "$out" -- --off-cpu -- "$py" "$PROG" block 2; then
 		expect_check "$tag.launch.offcpu.python" with_python "$out" off-cpu 97
