@@ -9,10 +9,16 @@
 #include <time.h>
 
 #include "python_stack.h"
+#include "symbolizer.h"
 
 /* A process's modules are reported again, when a pc is in none of
- * them, at most this often. */
+ * them: at once when the pc is in a file mapped since (a library loaded
+ * after the report, such as an extension module imported late), which
+ * is looked up at most every MAPS_AGAIN_NS; else (a failed report, a
+ * pc in anonymous memory such as JIT code) at most every
+ * REPORT_AGAIN_NS. */
 #define REPORT_AGAIN_NS 1000000000ull
+#define MAPS_AGAIN_NS 10000000ull
 
 #if defined(__x86_64__)
 /* perf's x86-64 user registers AX..IP (bits 0-8) and R8..R15 (16-23). */
@@ -65,6 +71,7 @@ struct proc_dwfl {
 	pid_t pid;
 	Dwfl *dwfl;
 	uint64_t reported_ns;
+	uint64_t maps_read_ns; /* when its maps were last looked up for a pc */
 };
 
 struct unwinder {
@@ -215,6 +222,38 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* Whether PC of P's process is in a file it maps that a report would
+ * find (by path; not a memfd, not a deleted file), read now, at most
+ * every MAPS_AGAIN_NS. */
+static bool pc_in_mapped_file(struct proc_dwfl *p, uint64_t pc, uint64_t now)
+{
+	struct proc_map *maps;
+	bool found = false;
+	int n;
+
+	if (now - p->maps_read_ns < MAPS_AGAIN_NS)
+		return false;
+	p->maps_read_ns = now;
+	n = proc_maps_read(p->pid, &maps);
+	for (int i = 0; i < n && !found; i++)
+		found = pc >= maps[i].start && pc < maps[i].end && maps[i].ino &&
+			maps[i].path[0] == '/' && strncmp(maps[i].path, "/memfd:", 7) != 0 &&
+			!strstr(maps[i].path, " (deleted)");
+	if (n >= 0)
+		proc_maps_free(maps, n);
+	return found;
+}
+
+/* Whether P's modules are to be reported again for a walk from PC. */
+static bool report_again(struct proc_dwfl *p, uint64_t pc, uint64_t now)
+{
+	if (!p->dwfl)
+		return !p->reported_ns || now - p->reported_ns >= REPORT_AGAIN_NS;
+	if (dwfl_addrmodule(p->dwfl, pc))
+		return false;
+	return now - p->reported_ns >= REPORT_AGAIN_NS || pc_in_mapped_file(p, pc, now);
+}
+
 int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs,
 		  const uint8_t *stack, size_t size, uint64_t *out, int max,
 		  bool (*stop)(uint64_t pc, void *arg), void *arg)
@@ -223,13 +262,10 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 
 	if (!p || !REGS_COUNT || max <= 0)
 		return 0;
-	if (p->dwfl && !dwfl_addrmodule(p->dwfl, regs[REG_IP]) &&
-	    now_ns() - p->reported_ns >= REPORT_AGAIN_NS)
-		drop(p); /* a library loaded since */
-	if (!p->dwfl && (now_ns() - p->reported_ns < REPORT_AGAIN_NS && p->reported_ns))
+	if (report_again(p, regs[REG_IP], now_ns()) && !report(u, p))
 		return 0;
-	if (!p->dwfl && !report(u, p))
-		return 0;
+	if (!p->dwfl)
+		return 0; /* the last report failed: not again yet */
 	u->walk = (struct walk){ .pid = pid, .tid = tid, .regs = regs, .stack = stack,
 				 .size = size, .sp = regs[REG_SP], .out = out, .max = max,
 				 .stop = stop, .arg = arg };

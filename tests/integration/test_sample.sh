@@ -191,7 +191,7 @@ python_tests() {
 		out=$(fresh_dir)
 		capture "$tag.$way.native" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
 			"$py" "$PROG" native "$SECONDS_SHORT" || continue
-		expect_check "$tag.$way.native.frames" called_out "$out" squeeze '^zlib_compress$' 60
+		expect_check "$tag.$way.native.frames" called_out "$out" squeeze '^zlib_compress$' 85
 	done
 
 	out=$(fresh_dir)
