@@ -161,10 +161,11 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u32 tid)
 	return find.found;
 }
 
-/* The Python frames of thread TID of process TGID into S. */
-static __always_inline void python_stack(struct sample_scratch *s, __u32 tgid, __u32 tid)
+/* The Python frames of thread TID into S; P: its process's interpreter,
+ * NULL when none is known. */
+static __always_inline void python_stack(struct sample_scratch *s, const struct py_proc *p,
+					 __u32 tid)
 {
-	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .memo = s->memo,
 				.status = PY_WALK_OK };
 	__u64 ts;
@@ -252,12 +253,10 @@ static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py)
 static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py) {}
 #endif
 
-/* Whether the user leaf the sample took (user[0]) is in the interpreter
- * of process TGID. */
-static __always_inline bool leaf_in_interpreter(struct sample_scratch *s, __u32 tgid)
+/* Whether the user leaf the sample took (user[0]) is in interpreter P. */
+static __always_inline bool leaf_in_interpreter(const struct sample_scratch *s,
+						const struct py_proc *p)
 {
-	struct py_proc *p = bpf_map_lookup_elem(&py_procs, &tgid);
-
 	return p && s->e.user[0] >= p->interp_start && s->e.user[0] < p->interp_end;
 }
 
@@ -279,6 +278,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
 	int n_user;
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
+	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 size;
 
 	if (!s)
@@ -290,7 +290,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	s->e.tid = tid;
 	s->e.stack_len = 0;
 	s->e.n_regs = 0;
-	python_stack(s, tgid, tid);
+	python_stack(s, py, tid);
 	n_py = s->e.n_py;
 	if (n_py > PY_MAX_FRAMES)
 		n_py = PY_MAX_FRAMES;
@@ -302,7 +302,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	 * the interpreter. */
 	n_user = n_py ? stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user[0]),
 						   BPF_F_USER_STACK)) : 0;
-	if (n_user == 1 && leaf_in_interpreter(s, tgid)) {
+	if (n_user == 1 && leaf_in_interpreter(s, py)) {
 		s->e.n_user = 1;
 	} else {
 		s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user),
