@@ -249,8 +249,21 @@ static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py)
 		}
 	}
 }
+/* Where the current task left its user code (it is in the kernel). */
+static __always_inline __u64 user_leaf(void *ctx)
+{
+	return PT_REGS_IP((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+}
 #else
 static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py) {}
+
+static __always_inline __u64 user_leaf(void *ctx)
+{
+	__u64 ip = 0;
+
+	bpf_get_stack(ctx, &ip, sizeof(ip), BPF_F_USER_STACK);
+	return ip;
+}
 #endif
 
 /* Whether the user leaf the sample took (user[0]) is in interpreter P. */
@@ -260,23 +273,28 @@ static __always_inline bool leaf_in_interpreter(const struct sample_scratch *s,
 	return p && s->e.user[0] >= p->interp_start && s->e.user[0] < p->interp_end;
 }
 
-/* Whether a CPU sample interrupted user code: it has no kernel stack
- * then (bpf_get_stack() would find an empty one, at a cost). On x86-64
- * and arm64 user addresses have the top bit clear, kernel ones set; the
+/* Where a CPU sample interrupted user code, 0 when it interrupted the
+ * kernel. A sample in user mode has no kernel stack (bpf_get_stack()
+ * would find an empty one, at a cost), and its user leaf is the
+ * context's pc: no stack walk is needed for a leaf alone. On x86-64 and
+ * arm64 user addresses have the top bit clear, kernel ones set; the
  * context's registers are read whole (the verifier takes no narrower
  * load of them). */
-static __always_inline bool in_user_mode(struct bpf_perf_event_data *ctx)
+static __always_inline __u64 interrupted_user_ip(struct bpf_perf_event_data *ctx)
 {
-	return PT_REGS_IP((struct pt_regs *)&ctx->regs) < (1ull << 63);
+	__u64 ip = PT_REGS_IP((struct pt_regs *)&ctx->regs);
+
+	return ip < (1ull << 63) ? ip : 0;
 }
 
-/* One sample of the current thread, of a traced process TGID; its
- * kernel stack when KERNEL_STACK. */
+/* One sample of the current thread, of a traced process TGID. USER_IP:
+ * where the thread's user code was interrupted when the context has it
+ * (a CPU sample in user mode), else 0. A CPU sample in user mode has no
+ * kernel stack; every other one is taken with its kernel stack. */
 static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id,
-				       bool kernel_stack)
+				       __u64 user_ip)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
-	int n_user;
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 size;
@@ -300,9 +318,8 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	 * native stack, and its copy for DWARF: an extension or library
 	 * built without frame pointers breaks the chain on its way back to
 	 * the interpreter. */
-	n_user = n_py ? stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user[0]),
-						   BPF_F_USER_STACK)) : 0;
-	if (n_user == 1 && leaf_in_interpreter(s, py)) {
+	s->e.user[0] = user_ip ? user_ip : n_py ? user_leaf(ctx) : 0;
+	if (n_py && s->e.user[0] && leaf_in_interpreter(s, py)) {
 		s->e.n_user = 1;
 	} else {
 		s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user),
@@ -310,7 +327,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 		if (copy_stacks)
 			copy_stack(s, n_py);
 	}
-	s->e.n_kernel = kernel_stack ?
+	s->e.n_kernel = !user_ip ?
 		stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0)) : 0;
 	size = offsetof(struct sampler_sample, py) + n_py * sizeof(struct py_frame_ref) +
 	       s->e.stack_len;
@@ -333,7 +350,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tgid || !traced(tgid))
 		return 0;
-	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id, !in_user_mode(ctx));
+	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id, interrupted_user_ip(ctx));
 	return 0;
 }
 
@@ -364,7 +381,7 @@ static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
 		bpf_map_delete_elem(&exiting, &prev);
 		return 0;
 	}
-	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, true) == 0) {
+	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, 0) == 0) {
 		struct off_start st = { .out_ns = now, .tid = (__u32)id };
 
 		bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY);
