@@ -83,7 +83,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u32); /* tid */
-	__type(value, __u64);
+	__type(value, struct py_thread_cache);
 } py_threads SEC(".maps");
 
 /* Threads off the CPU since out_ns, by task pointer: the switch-in side
@@ -146,19 +146,24 @@ static long walk_step(__u32 i, void *ctx)
 	return py_walk_step(NULL, ctx);
 }
 
-/* The thread state of TID, from the cache when it still is its. */
-static __always_inline __u64 thread_state(const struct py_proc *p, __u32 tid)
+/* The innermost frame of thread TID of P into *FRAME (0: the thread
+ * runs no Python), from the thread state cached for it while that still
+ * is its. 0 when the thread has a thread state. */
+static __always_inline int thread_frame(const struct py_proc *p, __u32 tid, __u8 *buf,
+					__u64 *frame)
 {
 	struct py_find find = { .L = &p->layout, .tid = tid };
-	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
+	struct py_thread_cache *cached = bpf_map_lookup_elem(&py_threads, &tid);
+	struct py_thread_cache fresh;
 
-	if (cached && py_thread_state_is(NULL, &p->layout, *cached, tid))
-		return *cached;
+	if (cached && py_cached_frame(NULL, &p->layout, cached, buf, frame) == 0)
+		return 0;
 	find.ts = py_first_tstate(NULL, p);
 	bpf_loop(PY_MAX_THREADS, find_step, &find, 0);
-	if (find.found)
-		bpf_map_update_elem(&py_threads, &tid, &find.found, BPF_ANY);
-	return find.found;
+	if (py_cache_found(NULL, &p->layout, &fresh, find.found, buf, frame))
+		return -1;
+	bpf_map_update_elem(&py_threads, &tid, &fresh, BPF_ANY);
+	return 0;
 }
 
 /* The Python frames of thread TID into S; P: its process's interpreter,
@@ -168,24 +173,21 @@ static __always_inline void python_stack(struct sample_scratch *s, const struct 
 {
 	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .memo = s->memo,
 				.status = PY_WALK_OK };
-	__u64 ts;
 
 	s->e.n_py = 0;
 	if (!p) {
 		s->e.py_status = PY_WALK_NOT_PYTHON;
 		return;
 	}
-	ts = thread_state(p, tid);
-	if (!ts) {
+	if (thread_frame(p, tid, s->frame, &walk.frame)) {
 		s->e.py_status = PY_WALK_NO_THREAD;
 		return;
 	}
-	walk.L = &p->layout;
-	walk.frame = py_current_frame(NULL, &p->layout, ts);
 	if (!walk.frame) {
 		s->e.py_status = PY_WALK_IDLE;
 		return;
 	}
+	walk.L = &p->layout;
 	for (int i = 0; i < PY_CODE_MEMO; i++)
 		s->memo[i].code = 0;
 	bpf_loop(PY_MAX_VISITED, walk_step, &walk, 0);

@@ -40,8 +40,10 @@
 #define PY_MAX_THREADS 64
 /* Frames walked: shim frames of 3.12+ are walked, not kept. */
 #define PY_MAX_VISITED 160
-/* Bytes of a frame read at once: every field the walk takes is inside. */
-#define PY_SCRATCH_BYTES 128
+/* Bytes read at once: a frame's fields the walk takes, a code object's,
+ * a thread state's from its frame pointer to the field naming its
+ * thread (3.8-3.10: 24 to 184). */
+#define PY_SCRATCH_BYTES 256
 #define PY_NO_FIELD 0xffffffffu
 
 /* Code objects remembered during one walk (a power of two). */
@@ -115,6 +117,15 @@ struct py_frame_ref {
 	__s32 firstlineno;
 };
 
+/* The thread state last found for a thread, and the value then of its
+ * field naming the thread (native_thread_id, or the pthread_t before
+ * 3.11): while that field holds the same value, the thread state is
+ * still the thread's. */
+struct py_thread_cache {
+	__u64 tstate;
+	__u64 key;
+};
+
 /* Why a thread got no Python frames, or how its walk ended. */
 enum py_walk_status {
 	PY_WALK_NOT_PYTHON,    /* not an interpreter process (or not yet known) */
@@ -159,12 +170,6 @@ PY_INLINE __u32 py_tstate_tid(PY_CTX ctx, const struct py_layout *L, __u64 ts)
 	return tid;
 }
 
-/* Whether TS still is TID's thread state (a cached one may be freed). */
-PY_INLINE int py_thread_state_is(PY_CTX ctx, const struct py_layout *L, __u64 ts, __u32 tid)
-{
-	return ts && py_tstate_tid(ctx, L, ts) == tid;
-}
-
 /* The search for a thread's state, one thread state per step (the BPF
  * side runs the steps with bpf_loop(): one step is verified, not
  * PY_MAX_THREADS of them). */
@@ -197,15 +202,6 @@ PY_INLINE int py_find_step(PY_CTX ctx, struct py_find *f)
 	return 0;
 }
 
-/* The innermost frame of TS, 0 when none. */
-PY_INLINE __u64 py_current_frame(PY_CTX ctx, const struct py_layout *L, __u64 ts)
-{
-	__u64 f = py_read_ptr(ctx, ts + L->tstate_frame);
-
-	if (f && L->cframe_current != PY_NO_FIELD)
-		f = py_read_ptr(ctx, f + L->cframe_current);
-	return f;
-}
 
 /* A field of the frame in BUF; out of the buffer reads as 0. A code
  * object is read from its co_firstlineno on, so its pointers sit at 4
@@ -216,6 +212,14 @@ PY_INLINE __u64 py_current_frame(PY_CTX ctx, const struct py_layout *L, __u64 ts
 #define PY_LOAD(type, p) (*(const type *)(p))
 #else
 #define PY_LOAD(type, p) ({ type v_; __builtin_memcpy(&v_, (p), sizeof(v_)); v_; })
+#endif
+
+/* Hides X's origin from the compiler, so that BPF code tests the register
+ * it then uses (the verifier bounds a read's size by the test it saw). */
+#ifdef __VMLINUX_H__
+#define PY_OPAQUE(x) asm volatile("" : "+r"(x))
+#else
+#define PY_OPAQUE(x) ((void)0)
 #endif
 
 PY_INLINE __u64 py_field64(const __u8 *buf, __u32 off)
@@ -237,6 +241,72 @@ PY_INLINE __u32 py_field8(const __u8 *buf, __u32 off)
 	if (off > PY_SCRATCH_BYTES - 1)
 		return PY_NO_FIELD;
 	return buf[off];
+}
+
+/* Thread state TS's frame pointer (->frame, ->cframe or ->current_frame)
+ * and its field naming the thread, in one read where they sit within
+ * PY_SCRATCH_BYTES of each other (every known layout): each read of
+ * another process's memory has a cost of its own, beyond its bytes.
+ * 0 on success. */
+PY_INLINE int py_tstate_head(PY_CTX ctx, const struct py_layout *L, __u64 ts, __u8 *buf,
+			     __u64 *frame, __u64 *key)
+{
+	__u32 key_at = L->tstate_native_tid != PY_NO_FIELD ? L->tstate_native_tid
+							   : L->tstate_thread_id;
+	__u32 lo = key_at < L->tstate_frame ? key_at : L->tstate_frame;
+	__u32 hi = (key_at > L->tstate_frame ? key_at : L->tstate_frame) + 8;
+	__u64 size = (__u64)hi - lo;
+
+	PY_OPAQUE(size);
+	if (size >= PY_SCRATCH_BYTES) {
+		*frame = py_read_ptr(ctx, ts + L->tstate_frame);
+		return PY_READ(ctx, key, sizeof(*key), ts + key_at);
+	}
+	if (PY_READ(ctx, buf, size, ts + lo))
+		return -1;
+	*frame = py_field64(buf, L->tstate_frame - lo);
+	*key = py_field64(buf, key_at - lo);
+	return 0;
+}
+
+/* The innermost frame from a thread state's frame pointer, 0 when none. */
+PY_INLINE __u64 py_innermost_frame(PY_CTX ctx, const struct py_layout *L, __u64 frame)
+{
+	if (frame && L->cframe_current != PY_NO_FIELD)
+		frame = py_read_ptr(ctx, frame + L->cframe_current);
+	return frame;
+}
+
+/* The innermost frame of thread TID whose state C caches, with C checked
+ * (one read when it holds) and, when it no longer holds, emptied: the
+ * caller searches then. *FRAME: the frame, 0 when the thread runs no
+ * Python. 0 when C is TID's. */
+PY_INLINE int py_cached_frame(PY_CTX ctx, const struct py_layout *L, struct py_thread_cache *c,
+			      __u8 *buf, __u64 *frame)
+{
+	__u64 key = 0;
+
+	if (c->tstate && !py_tstate_head(ctx, L, c->tstate, buf, frame, &key) && key &&
+	    key == c->key) {
+		*frame = py_innermost_frame(ctx, L, *frame);
+		return 0;
+	}
+	c->tstate = c->key = 0;
+	return -1;
+}
+
+/* C set to thread state TS, which a search found to be its thread's;
+ * *FRAME as py_cached_frame() gives it. 0 on success. */
+PY_INLINE int py_cache_found(PY_CTX ctx, const struct py_layout *L, struct py_thread_cache *c,
+			     __u64 ts, __u8 *buf, __u64 *frame)
+{
+	c->tstate = ts;
+	if (!ts || py_tstate_head(ctx, L, ts, buf, frame, &c->key) || !c->key) {
+		c->tstate = c->key = 0;
+		return -1;
+	}
+	*frame = py_innermost_frame(ctx, L, *frame);
+	return 0;
 }
 
 /* A code object's fields as one walk read them. Within a walk they stay

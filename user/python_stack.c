@@ -387,7 +387,7 @@ bool python_proc_check_tid(struct python_proc *p)
 	return true;
 }
 
-int python_walk_thread(const struct python_proc *p, pid_t tid, uint64_t *tstate,
+int python_walk_thread(const struct python_proc *p, pid_t tid, struct py_thread_cache *thread,
 		       struct py_frame_ref *out, int *status)
 {
 	struct user_reader r = { .pid = p->pid };
@@ -396,18 +396,16 @@ int python_walk_thread(const struct python_proc *p, pid_t tid, uint64_t *tstate,
 	struct py_code_memo memo[PY_CODE_MEMO] = { 0 };
 	struct py_walk w = { .L = L, .out = out, .buf = buf, .memo = memo, .status = PY_WALK_OK };
 
-	if (!py_thread_state_is(&r, L, *tstate, (uint32_t)tid)) {
+	if (py_cached_frame(&r, L, thread, buf, &w.frame)) {
 		struct py_find f = { .L = L, .tid = (uint32_t)tid, .ts = py_first_tstate(&r, &p->walk) };
 
 		for (int i = 0; i < PY_MAX_THREADS && !py_find_step(&r, &f); i++)
 			;
-		*tstate = f.found;
+		if (py_cache_found(&r, L, thread, f.found, buf, &w.frame)) {
+			*status = PY_WALK_NO_THREAD;
+			return 0;
+		}
 	}
-	if (!*tstate) {
-		*status = PY_WALK_NO_THREAD;
-		return 0;
-	}
-	w.frame = py_current_frame(&r, L, *tstate);
 	if (!w.frame) {
 		*status = PY_WALK_IDLE;
 		return 0;

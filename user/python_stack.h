@@ -84,11 +84,11 @@ void python_source_qualname(const char *src, size_t len, int firstlineno, const 
 /* ---- the walk without BPF ---------------------------------------------- */
 
 /* Walks thread TID of P by reading its memory (process_vm_readv), as the
- * BPF sampler does at a sample. *TSTATE: the thread state found last
- * time for this thread (0: none), checked and updated. Returns the
+ * BPF sampler does at a sample. THREAD: the thread state found last time
+ * for this thread (zeroed: none), checked and updated. Returns the
  * number of frames in OUT (leaf first, at most PY_MAX_FRAMES) and sets
  * *status (enum py_walk_status). */
-int python_walk_thread(const struct python_proc *p, pid_t tid, uint64_t *tstate,
+int python_walk_thread(const struct python_proc *p, pid_t tid, struct py_thread_cache *thread,
 		       struct py_frame_ref *out, int *status);
 
 /* Reads SIZE bytes of PID's memory at ADDR. Returns 0, or -1. */

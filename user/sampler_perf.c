@@ -54,7 +54,7 @@ struct perf_source {
 	uint64_t *off_ids;        /* ids of the context-switch events */
 	size_t n_off_ids, cap_off_ids;
 	struct pollfd *pfds;
-	struct { pid_t tid; uint64_t tstate; } tstates[TSTATE_SLOTS];
+	struct { pid_t tid; struct py_thread_cache cache; } tstates[TSTATE_SLOTS];
 	uint8_t *copy;            /* a record that wraps around its ring's end */
 	struct { pid_t tid; uint64_t time; } *ins; /* switch-ins of one read */
 	size_t n_ins, cap_ins;
@@ -185,15 +185,15 @@ static bool is_off_cpu(const struct perf_source *p, uint64_t id)
 	return false;
 }
 
-static uint64_t *tstate_of(struct perf_source *p, pid_t tid)
+static struct py_thread_cache *tstate_of(struct perf_source *p, pid_t tid)
 {
 	size_t i = (size_t)tid % TSTATE_SLOTS;
 
 	if (p->tstates[i].tid != tid) {
 		p->tstates[i].tid = tid;
-		p->tstates[i].tstate = 0;
+		p->tstates[i].cache = (struct py_thread_cache){ 0 };
 	}
-	return &p->tstates[i].tstate;
+	return &p->tstates[i].cache;
 }
 
 /* A PERF_RECORD_SAMPLE of our sample_type, LEN bytes after the header. */

@@ -6,7 +6,9 @@
  * name, file and first line; that a code object is read once per walk
  * however often it recurs; that two code objects sharing a memo slot
  * are each named right; that an unreadable code object is not
- * remembered. */
+ * remembered; that a thread's cached thread state is checked and its
+ * innermost frame found with one read of it, and given up once it names
+ * another thread. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +22,7 @@ struct fake_memory {
 	uint64_t base;
 	uint64_t unreadable; /* an address whose reads fail, 0: none */
 	int code_reads;      /* reads of code objects tried */
+	int tstate_reads;    /* reads of the thread state tried */
 };
 
 #define BASE 0x10000ull
@@ -28,10 +31,15 @@ struct fake_memory {
 /* ... but this one, in CODE_AT(0)'s: bits 4-6 and 9-11 alike */
 #define CODE_SAME_SLOT (CODE_AT(0) + 0x1000)
 #define FRAME_AT(i) (BASE + 0x40 * (uint64_t)(i))
+/* a thread state, and the C frame its ->cframe points to */
+#define TSTATE_AT (BASE + 0x3000)
+#define CFRAME_AT (BASE + 0x3800)
 
 static int fake_read(struct fake_memory *m, void *dst, size_t size, uint64_t addr)
 {
-	if (addr >= CODE_AT(0))
+	if (addr >= TSTATE_AT && addr < CFRAME_AT)
+		m->tstate_reads++;
+	else if (addr >= CODE_AT(0) && addr < TSTATE_AT)
 		m->code_reads++;
 	if (addr < m->base || addr + size > m->base + sizeof(m->bytes) || addr == m->unreadable)
 		return -1;
@@ -199,12 +207,85 @@ static void an_unreadable_code_object_is_not_remembered(void **state)
 	assert_int_equal(m->code_reads, 3 + 4);
 }
 
+/* A 3.12-like thread state of thread TID: ->cframe at 56, native
+ * thread id at 160; its C frame's current_frame at 8 is frame 8. */
+static const struct py_layout thread_layout = {
+	.model = PY_MODEL_CFRAME, .tstate_frame = 56, .cframe_current = 8,
+	.tstate_native_tid = 160, .tstate_thread_id = 152,
+};
+
+static void thread_state(struct fake_memory *m, uint64_t tid)
+{
+	put64(m, TSTATE_AT + 56, CFRAME_AT);
+	put64(m, TSTATE_AT + 160, tid);
+	put64(m, CFRAME_AT + 8, FRAME_AT(8));
+}
+
+static void a_cached_thread_state_costs_one_read(void **state)
+{
+	struct fake_memory *m = memory();
+	struct py_thread_cache c = { 0 };
+	uint8_t buf[PY_SCRATCH_BYTES];
+	__u64 frame = 0;
+
+	(void)state;
+	thread_state(m, 4242);
+	assert_int_equal(py_cache_found(m, &thread_layout, &c, TSTATE_AT, buf, &frame), 0);
+	assert_int_equal(c.tstate, TSTATE_AT);
+	assert_int_equal(c.key, 4242);
+	assert_int_equal(frame, FRAME_AT(8));
+	m->tstate_reads = 0;
+	frame = 0;
+	assert_int_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
+	assert_int_equal(frame, FRAME_AT(8));
+	assert_int_equal(m->tstate_reads, 1);
+}
+
+static void a_thread_state_naming_another_thread_is_given_up(void **state)
+{
+	struct fake_memory *m = memory();
+	struct py_thread_cache c = { 0 };
+	uint8_t buf[PY_SCRATCH_BYTES];
+	__u64 frame = 0;
+
+	(void)state;
+	thread_state(m, 4242);
+	assert_int_equal(py_cache_found(m, &thread_layout, &c, TSTATE_AT, buf, &frame), 0);
+	put64(m, TSTATE_AT + 160, 4243);
+	assert_int_not_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
+	assert_int_equal(c.tstate, 0);
+	/* an empty cache holds nothing; a search that found none neither */
+	assert_int_not_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
+	assert_int_not_equal(py_cache_found(m, &thread_layout, &c, 0, buf, &frame), 0);
+}
+
+static void fields_far_apart_are_read_one_by_one(void **state)
+{
+	struct fake_memory *m = memory();
+	struct py_layout far = thread_layout;
+	struct py_thread_cache c = { 0 };
+	uint8_t buf[PY_SCRATCH_BYTES];
+	__u64 frame = 0;
+
+	(void)state;
+	far.tstate_native_tid = 56 + PY_SCRATCH_BYTES;
+	thread_state(m, 0);
+	put64(m, TSTATE_AT + far.tstate_native_tid, 4242);
+	assert_int_equal(py_cache_found(m, &far, &c, TSTATE_AT, buf, &frame), 0);
+	assert_int_equal(c.key, 4242);
+	assert_int_equal(frame, FRAME_AT(8));
+	assert_int_equal(m->tstate_reads, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(recursion_reads_a_code_object_once),
 		cmocka_unit_test(code_objects_sharing_a_slot_are_each_named),
 		cmocka_unit_test(an_unreadable_code_object_is_not_remembered),
+		cmocka_unit_test(a_cached_thread_state_costs_one_read),
+		cmocka_unit_test(a_thread_state_naming_another_thread_is_given_up),
+		cmocka_unit_test(fields_far_apart_are_read_one_by_one),
 	};
 
 	return cmocka_run_group_tests(tests, 0, NULL);
