@@ -38,7 +38,7 @@ char LICENSE[] SEC("license") = "GPL";
  * runs with interrupts off, but the two kinds never share one. */
 struct sample_scratch {
 	struct sampler_sample e;
-	__u8 stack[SAMPLER_STACK_COPY]; /* room for the copy after e.py[n_py] */
+	__u8 after_py[SAMPLER_AFTER_PY]; /* room for the rest after e.py[n_py] */
 	__u8 frame[PY_SCRATCH_BYTES]; /* the walker's read of one frame */
 	struct py_code_memo memo[PY_CODE_MEMO];
 };
@@ -229,35 +229,42 @@ static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 #endif
 }
 
-/* The top of the user stack after the N_PY Python frames: as much of
- * SAMPLER_STACK_COPY as is mapped above the stack pointer. */
-static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py)
+/* The user registers and as much of SAMPLER_STACK_COPY of the user stack
+ * as is mapped above its pointer, written at S's packed offset AT.
+ * Returns the bytes written. */
+static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	__u8 *dst;
-	__u64 sp;
+	__u8 *dst = (__u8 *)s->e.py;
+	__u64 *out, sp;
+	__u32 n;
 
-	if (n_py > PY_MAX_FRAMES)
-		return;
-	/* after py[PY_MAX_FRAMES - 1] comes the scratch's room for the copy */
-	dst = (__u8 *)s->e.py + n_py * sizeof(struct py_frame_ref);
-
-	s->e.n_regs = user_regs(regs, s->e.regs);
-	sp = s->e.regs[SAMPLER_REGS_SP];
+	if (at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) + 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+		return 0;
+	out = (__u64 *)(dst + at);
+	n = user_regs(regs, out);
+	sp = out[SAMPLER_REGS_SP];
+	s->e.n_regs = n;
+	dst += at + n * 8;
 	for (__u32 len = SAMPLER_STACK_COPY; len >= 1024; len /= 2) {
 		if (bpf_probe_read_user(dst, len, (const void *)sp) == 0) {
 			s->e.stack_len = len;
-			return;
+			return n * 8 + len;
 		}
 	}
+	return n * 8;
 }
+
 /* Where the current task left its user code (it is in the kernel). */
 static __always_inline __u64 user_leaf(void *ctx)
 {
 	return PT_REGS_IP((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 }
 #else
-static __always_inline void copy_stack(struct sample_scratch *s, __u32 n_py) {}
+static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at)
+{
+	return 0;
+}
 
 static __always_inline __u64 user_leaf(void *ctx)
 {
@@ -268,11 +275,20 @@ static __always_inline __u64 user_leaf(void *ctx)
 }
 #endif
 
-/* Whether the user leaf the sample took (user[0]) is in interpreter P. */
-static __always_inline bool leaf_in_interpreter(const struct sample_scratch *s,
-						const struct py_proc *p)
+/* Whether user address IP is in interpreter P. */
+static __always_inline bool in_interpreter(__u64 ip, const struct py_proc *p)
 {
-	return p && s->e.user[0] >= p->interp_start && s->e.user[0] < p->interp_end;
+	return p && ip >= p->interp_start && ip < p->interp_end;
+}
+
+/* Stack BYTES as bpf_get_stack() returned them (< 0: an error), bounded
+ * by MAX for the verifier. */
+static __always_inline __u32 stack_bytes(long bytes, __u32 max)
+{
+	__u64 n = bytes < 0 ? 0 : (__u64)bytes;
+
+	asm volatile("" : "+r"(n));
+	return n > max ? max : (__u32)n;
 }
 
 /* Where a CPU sample interrupted user code, 0 when it interrupted the
@@ -296,10 +312,13 @@ static __always_inline __u64 interrupted_user_ip(struct bpf_perf_event_data *ctx
 static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id,
 				       __u64 user_ip)
 {
-	__u32 tgid = id >> 32, tid = (__u32)id, n_py;
+	__u32 tgid = id >> 32, tid = (__u32)id, n_py, at;
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
-	__u64 size;
+	bool stack_copy = false;
+	__u64 size, leaf;
+	__u8 *packed;
+	long n;
 
 	if (!s)
 		return -1;
@@ -314,28 +333,38 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	n_py = s->e.n_py;
 	if (n_py > PY_MAX_FRAMES)
 		n_py = PY_MAX_FRAMES;
+	at = n_py * sizeof(struct py_frame_ref);
+	packed = (__u8 *)s->e.py;
 	/* Under a Python stack user space keeps only the native frames the
 	 * interpreter called out to (user/sampler.c). With the leaf in the
 	 * interpreter that is none: the leaf alone is taken. Otherwise the
 	 * native stack, and its copy for DWARF: an extension or library
 	 * built without frame pointers breaks the chain on its way back to
 	 * the interpreter. */
-	s->e.user[0] = user_ip ? user_ip : n_py ? user_leaf(ctx) : 0;
-	if (n_py && s->e.user[0] && leaf_in_interpreter(s, py)) {
+	leaf = user_ip ? user_ip : n_py ? user_leaf(ctx) : 0;
+	if (n_py && leaf && in_interpreter(leaf, py)) {
+		*(__u64 *)(packed + at) = leaf;
 		s->e.n_user = 1;
+		at += 8;
 	} else {
-		s->e.n_user = stack_frames(bpf_get_stack(ctx, s->e.user, sizeof(s->e.user),
-							 BPF_F_USER_STACK));
-		if (copy_stacks)
-			copy_stack(s, n_py);
+		n = bpf_get_stack(ctx, packed + at, 8 * SAMPLER_USER_FRAMES, BPF_F_USER_STACK);
+		s->e.n_user = stack_frames(n);
+		at += stack_bytes(n, 8 * SAMPLER_USER_FRAMES);
+		stack_copy = copy_stacks;
 	}
-	s->e.n_kernel = !user_ip ?
-		stack_frames(bpf_get_stack(ctx, s->e.kernel, sizeof(s->e.kernel), 0)) : 0;
-	size = offsetof(struct sampler_sample, py) + n_py * sizeof(struct py_frame_ref) +
-	       s->e.stack_len;
+	if (!user_ip) {
+		n = bpf_get_stack(ctx, packed + at, 8 * SAMPLER_KERNEL_FRAMES, 0);
+		s->e.n_kernel = stack_frames(n);
+		at += stack_bytes(n, 8 * SAMPLER_KERNEL_FRAMES);
+	} else {
+		s->e.n_kernel = 0;
+	}
+	if (stack_copy)
+		at += copy_stack(s, at);
+	size = offsetof(struct sampler_sample, py) + at;
 	/* the bound the verifier needs, on the register it checks */
 	asm volatile("" : "+r"(size));
-	if (size > sizeof(s->e) + SAMPLER_STACK_COPY)
+	if (size > sizeof(s->e) + SAMPLER_AFTER_PY)
 		return -1;
 	if (bpf_ringbuf_output(&samples, &s->e, size, submit_flags())) {
 		count(SAMPLER_CNT_RINGBUF_FULL);

@@ -43,15 +43,21 @@ struct sampler_sample {
 	__s32 n_kernel;
 	__u32 py_status;      /* enum py_walk_status */
 	__u32 n_py;
-	__u32 stack_len;      /* bytes of stack copied (after the Python frames) */
-	__u32 n_regs;         /* user registers in regs, 0 without a stack copy */
-	__u64 regs[SAMPLER_REGS];
-	__u64 user[SAMPLER_USER_FRAMES];
-	__u64 kernel[SAMPLER_KERNEL_FRAMES];
-	/* leaf first; sent as n_py of them, then stack_len bytes of the
-	 * stack from the stack pointer up */
+	__u32 stack_len;      /* bytes of stack copied */
+	__u32 n_regs;         /* user registers, 0 without a stack copy */
+	/* Then, one after the other, as many as the counts above say (a
+	 * negative count: none): n_py Python frames, leaf first; n_user
+	 * user and n_kernel kernel addresses, leaf first; n_regs user
+	 * registers; stack_len bytes of the user stack from its pointer up.
+	 * A sample is a few hundred bytes where a fixed layout would send
+	 * every array whole. The Python frames come first: the walk writes
+	 * them in place before the other counts are known. */
 	struct py_frame_ref py[PY_MAX_FRAMES];
 };
+
+/* Room for what follows the Python frames of a full sample. */
+#define SAMPLER_AFTER_PY \
+	(8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES + SAMPLER_REGS) + SAMPLER_STACK_COPY)
 
 /* A thread seen going off the CPU came back: the off-CPU sample of the
  * same thread with this time_ns lasted in_ns - out_ns. */

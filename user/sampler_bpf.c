@@ -34,6 +34,51 @@ struct bpf_source {
 	struct ring_buffer *rb;
 };
 
+/* Takes N items of SIZE bytes from the packed part of a sample at *AT,
+ * bounded by END; NULL (and *N 0) when there are none or they overrun. */
+static const void *take_packed(const uint8_t **at, const uint8_t *end, int *n, size_t size)
+{
+	const uint8_t *p = *at;
+
+	if (*n <= 0 || (size_t)(end - p) / size < (size_t)*n) {
+		*n = *n > 0 ? 0 : *n;
+		return NULL;
+	}
+	*at = p + (size_t)*n * size;
+	return p;
+}
+
+/* A sample record (include/sampler_event.h) of SIZE bytes. */
+static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size_t size)
+{
+	const uint8_t *at = (const uint8_t *)e->py, *end = (const uint8_t *)e + size;
+	int n_py = e->n_py > PY_MAX_FRAMES ? PY_MAX_FRAMES : (int)e->n_py;
+	int n_user = e->n_user > SAMPLER_USER_FRAMES ? SAMPLER_USER_FRAMES : e->n_user;
+	int n_kernel = e->n_kernel > SAMPLER_KERNEL_FRAMES ? SAMPLER_KERNEL_FRAMES : e->n_kernel;
+	int n_regs = e->n_regs > SAMPLER_REGS ? 0 : (int)e->n_regs, n_stack = (int)e->stack_len;
+	struct raw_sample r = {
+		.kind = e->kind == SAMPLER_OFF_CPU ? PROFILE_OFF_CPU : PROFILE_ON_CPU,
+		.mono_ns = e->time_ns,
+		.weight_ns = sampler_period_ns(b->s),
+		.pid = (pid_t)e->pid,
+		.tid = (pid_t)e->tid,
+		.py_status = (int)e->py_status,
+	};
+
+	r.py = take_packed(&at, end, &n_py, sizeof(*r.py));
+	r.user = take_packed(&at, end, &n_user, sizeof(*r.user));
+	r.kernel = take_packed(&at, end, &n_kernel, sizeof(*r.kernel));
+	r.regs = take_packed(&at, end, &n_regs, sizeof(*r.regs));
+	r.stack = take_packed(&at, end, &n_stack, 1);
+	r.n_py = n_py;
+	r.n_user = n_user;
+	r.n_kernel = n_kernel;
+	if (!r.regs || !r.stack)
+		r.regs = NULL, r.stack = NULL, n_stack = 0;
+	r.stack_len = (size_t)n_stack;
+	sampler_add(b->s, &r);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_source *b = ctx;
@@ -42,32 +87,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(*type))
 		return 0;
 	if (*type == SAMPLER_REC_SAMPLE && size >= offsetof(struct sampler_sample, py)) {
-		const struct sampler_sample *e = data;
-		/* sent at its true size: the Python frames it has, then the
-		 * stack copy */
-		size_t after = size - offsetof(struct sampler_sample, py);
-		size_t stack_len = e->stack_len <= after ? e->stack_len : 0;
-		size_t room = (after - stack_len) / sizeof(struct py_frame_ref);
-		size_t n_py = e->n_py < room ? e->n_py : room;
-		struct raw_sample r = {
-			.kind = e->kind == SAMPLER_OFF_CPU ? PROFILE_OFF_CPU : PROFILE_ON_CPU,
-			.mono_ns = e->time_ns,
-			.weight_ns = sampler_period_ns(b->s),
-			.pid = (pid_t)e->pid,
-			.tid = (pid_t)e->tid,
-			.user = (const uint64_t *)e->user,
-			.n_user = e->n_user > SAMPLER_USER_FRAMES ? SAMPLER_USER_FRAMES : e->n_user,
-			.kernel = (const uint64_t *)e->kernel,
-			.n_kernel = e->n_kernel > SAMPLER_KERNEL_FRAMES ? SAMPLER_KERNEL_FRAMES : e->n_kernel,
-			.py = e->py,
-			.n_py = (int)n_py,
-			.py_status = (int)e->py_status,
-			.regs = e->n_regs && stack_len ? (const uint64_t *)e->regs : NULL,
-			.stack = stack_len ? (const uint8_t *)&e->py[n_py] : NULL,
-			.stack_len = stack_len,
-		};
-
-		sampler_add(b->s, &r);
+		on_sample(b, data, size);
 	} else if (*type == SAMPLER_REC_SWITCH_IN && size >= sizeof(struct sampler_switch_in)) {
 		const struct sampler_switch_in *e = data;
 
