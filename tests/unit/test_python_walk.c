@@ -221,42 +221,50 @@ static void thread_state(struct fake_memory *m, uint64_t tid)
 	put64(m, CFRAME_AT + 8, FRAME_AT(8));
 }
 
+/* Thread 4242's state, as a search finds it: cached with its key. */
+struct found_thread {
+	struct fake_memory *m;
+	struct py_thread_cache c;
+	uint8_t buf[PY_SCRATCH_BYTES];
+	__u64 frame;
+};
+
+static int thread_found(void **state)
+{
+	static struct found_thread t;
+
+	memset(&t, 0, sizeof(t));
+	t.m = memory();
+	thread_state(t.m, 4242);
+	assert_int_equal(py_cache_found(t.m, &thread_layout, &t.c, TSTATE_AT, t.buf, &t.frame), 0);
+	assert_int_equal(t.c.tstate, TSTATE_AT);
+	assert_int_equal(t.c.key, 4242);
+	assert_int_equal(t.frame, FRAME_AT(8));
+	t.frame = 0;
+	*state = &t;
+	return 0;
+}
+
 static void a_cached_thread_state_costs_one_read(void **state)
 {
-	struct fake_memory *m = memory();
-	struct py_thread_cache c = { 0 };
-	uint8_t buf[PY_SCRATCH_BYTES];
-	__u64 frame = 0;
+	struct found_thread *t = *state;
 
-	(void)state;
-	thread_state(m, 4242);
-	assert_int_equal(py_cache_found(m, &thread_layout, &c, TSTATE_AT, buf, &frame), 0);
-	assert_int_equal(c.tstate, TSTATE_AT);
-	assert_int_equal(c.key, 4242);
-	assert_int_equal(frame, FRAME_AT(8));
-	m->tstate_reads = 0;
-	frame = 0;
-	assert_int_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
-	assert_int_equal(frame, FRAME_AT(8));
-	assert_int_equal(m->tstate_reads, 1);
+	t->m->tstate_reads = 0;
+	assert_int_equal(py_cached_frame(t->m, &thread_layout, &t->c, t->buf, &t->frame), 0);
+	assert_int_equal(t->frame, FRAME_AT(8));
+	assert_int_equal(t->m->tstate_reads, 1);
 }
 
 static void a_thread_state_naming_another_thread_is_given_up(void **state)
 {
-	struct fake_memory *m = memory();
-	struct py_thread_cache c = { 0 };
-	uint8_t buf[PY_SCRATCH_BYTES];
-	__u64 frame = 0;
+	struct found_thread *t = *state;
 
-	(void)state;
-	thread_state(m, 4242);
-	assert_int_equal(py_cache_found(m, &thread_layout, &c, TSTATE_AT, buf, &frame), 0);
-	put64(m, TSTATE_AT + 160, 4243);
-	assert_int_not_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
-	assert_int_equal(c.tstate, 0);
+	put64(t->m, TSTATE_AT + 160, 4243);
+	assert_int_not_equal(py_cached_frame(t->m, &thread_layout, &t->c, t->buf, &t->frame), 0);
+	assert_int_equal(t->c.tstate, 0);
 	/* an empty cache holds nothing; a search that found none neither */
-	assert_int_not_equal(py_cached_frame(m, &thread_layout, &c, buf, &frame), 0);
-	assert_int_not_equal(py_cache_found(m, &thread_layout, &c, 0, buf, &frame), 0);
+	assert_int_not_equal(py_cached_frame(t->m, &thread_layout, &t->c, t->buf, &t->frame), 0);
+	assert_int_not_equal(py_cache_found(t->m, &thread_layout, &t->c, 0, t->buf, &t->frame), 0);
 }
 
 static void fields_far_apart_are_read_one_by_one(void **state)
@@ -283,8 +291,8 @@ int main(void)
 		cmocka_unit_test(recursion_reads_a_code_object_once),
 		cmocka_unit_test(code_objects_sharing_a_slot_are_each_named),
 		cmocka_unit_test(an_unreadable_code_object_is_not_remembered),
-		cmocka_unit_test(a_cached_thread_state_costs_one_read),
-		cmocka_unit_test(a_thread_state_naming_another_thread_is_given_up),
+		cmocka_unit_test_setup(a_cached_thread_state_costs_one_read, thread_found),
+		cmocka_unit_test_setup(a_thread_state_naming_another_thread_is_given_up, thread_found),
 		cmocka_unit_test(fields_far_apart_are_read_one_by_one),
 	};
 
