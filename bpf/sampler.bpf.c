@@ -54,8 +54,10 @@ struct {
 const volatile bool follow_children = true;
 /* Wake the loader only once this much is queued (it polls on a timer). */
 const volatile __u64 wakeup_bytes = 1 << 20;
-/* Copy user registers and stack for DWARF unwinding: needs the kernel's
- * own BTF (bpf_get_current_task_btf). */
+/* Copy user registers and stack for DWARF unwinding. The registers come
+ * from the task's own record of them where the kernel's own BTF allows
+ * it (bpf_get_current_task_btf), else from a CPU sample's context when
+ * it interrupted user code. */
 const volatile bool copy_stacks = false;
 
 struct {
@@ -208,8 +210,7 @@ static __always_inline int stack_frames(long bytes)
 	return bytes < 0 ? (int)bytes : (int)(bytes / sizeof(__u64));
 }
 
-#ifndef PMETRICS_NO_BTF
-/* The user registers of the current task, in perf's order. */
+/* User registers R, in perf's order, into OUT. */
 static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -229,17 +230,17 @@ static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 #endif
 }
 
-/* The user registers and as much of SAMPLER_STACK_COPY of the user stack
- * as is mapped above its pointer, written at S's packed offset AT.
- * Returns the bytes written. */
-static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at)
+/* The user registers REGS (NULL: none to be had) and as much of
+ * SAMPLER_STACK_COPY of the user stack as is mapped above their stack
+ * pointer, written at S's packed offset AT. Returns the bytes written. */
+static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at, struct pt_regs *regs)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	__u8 *dst = (__u8 *)s->e.py;
 	__u64 *out, sp;
 	__u32 n;
 
-	if (at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) + 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+	if (!regs ||
+	    at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) + 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
 		return 0;
 	out = (__u64 *)(dst + at);
 	n = user_regs(regs, out);
@@ -255,15 +256,25 @@ static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at)
 	return n * 8;
 }
 
+#ifndef PMETRICS_NO_BTF
+/* The registers the current task's user code left with, from the task's
+ * own record of them: there for every sample. */
+static __always_inline struct pt_regs *saved_user_regs(struct pt_regs *interrupted)
+{
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
 /* Where the current task left its user code (it is in the kernel). */
 static __always_inline __u64 user_leaf(void *ctx)
 {
 	return PT_REGS_IP((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 }
 #else
-static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at)
+/* Without BTF the task's record cannot be reached: only a CPU sample
+ * that interrupted user code has the registers, in its context. */
+static __always_inline struct pt_regs *saved_user_regs(struct pt_regs *interrupted)
 {
-	return 0;
+	return interrupted;
 }
 
 static __always_inline __u64 user_leaf(void *ctx)
@@ -291,30 +302,32 @@ static __always_inline __u32 stack_bytes(long bytes, __u32 max)
 	return n > max ? max : (__u32)n;
 }
 
-/* Where a CPU sample interrupted user code, 0 when it interrupted the
- * kernel. A sample in user mode has no kernel stack (bpf_get_stack()
- * would find an empty one, at a cost), and its user leaf is the
- * context's pc: no stack walk is needed for a leaf alone. On x86-64 and
- * arm64 user addresses have the top bit clear, kernel ones set; the
- * context's registers are read whole (the verifier takes no narrower
- * load of them). */
-static __always_inline __u64 interrupted_user_ip(struct bpf_perf_event_data *ctx)
+/* The registers of the user code a CPU sample interrupted, in its
+ * context; NULL when it interrupted the kernel. A sample in user mode
+ * has no kernel stack (bpf_get_stack() would find an empty one, at a
+ * cost), and its user leaf is the context's pc: no stack walk is needed
+ * for a leaf alone. On x86-64 and arm64 user addresses have the top bit
+ * clear, kernel ones set; the context's registers are read whole (the
+ * verifier takes no narrower load of them). */
+static __always_inline struct pt_regs *interrupted_user(struct bpf_perf_event_data *ctx)
 {
-	__u64 ip = PT_REGS_IP((struct pt_regs *)&ctx->regs);
+	struct pt_regs *regs = (struct pt_regs *)&ctx->regs;
 
-	return ip < (1ull << 63) ? ip : 0;
+	return PT_REGS_IP(regs) < (1ull << 63) ? regs : NULL;
 }
 
-/* One sample of the current thread, of a traced process TGID. USER_IP:
- * where the thread's user code was interrupted when the context has it
- * (a CPU sample in user mode), else 0. A CPU sample in user mode has no
- * kernel stack; every other one is taken with its kernel stack. */
+/* One sample of the current thread, of a traced process TGID.
+ * INTERRUPTED: the registers of the user code the sample interrupted
+ * when the context has them (a CPU sample in user mode), else NULL. A
+ * CPU sample in user mode has no kernel stack; every other one is taken
+ * with its kernel stack. */
 static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 id,
-				       __u64 user_ip)
+				       struct pt_regs *interrupted)
 {
 	__u32 tgid = id >> 32, tid = (__u32)id, n_py, at;
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u64 user_ip = interrupted ? PT_REGS_IP(interrupted) : 0;
 	bool stack_copy = false;
 	__u64 size, leaf;
 	__u8 *packed;
@@ -360,7 +373,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 		s->e.n_kernel = 0;
 	}
 	if (stack_copy)
-		at += copy_stack(s, at);
+		at += copy_stack(s, at, saved_user_regs(interrupted));
 	size = offsetof(struct sampler_sample, py) + at;
 	/* the bound the verifier needs, on the register it checks */
 	asm volatile("" : "+r"(size));
@@ -381,7 +394,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 	if (!tgid || !traced(tgid))
 		return 0;
-	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id, interrupted_user_ip(ctx));
+	take_sample(ctx, SAMPLER_ON_CPU, bpf_ktime_get_ns(), id, interrupted_user(ctx));
 	return 0;
 }
 
@@ -412,7 +425,7 @@ static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
 		bpf_map_delete_elem(&exiting, &prev);
 		return 0;
 	}
-	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, 0) == 0) {
+	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, NULL) == 0) {
 		struct off_start st = { .out_ns = now, .tid = (__u32)id };
 
 		bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY);

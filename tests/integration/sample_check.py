@@ -176,6 +176,31 @@ def called_out(d, name, regex, min_pct):
     return 1 if bad else 0
 
 
+def above(d, name, root, min_pct):
+    """Of the on-CPU samples in NAME, the share whose stack reaches ROOT
+    above it: how often unwinding got from NAME back to ROOT."""
+    inside = reached = 0
+    cut = collections.Counter()
+    for _, kind, _, _, stack in load(d):
+        names = [frame_name(f) for f in stack]
+        if kind != "on-cpu" or name not in names:
+            continue
+        inside += 1
+        if root in names[:names.index(name)]:
+            reached += 1
+        else:
+            cut[";".join(stack[:names.index(name) + 1])] += 1
+    if not inside:
+        print("no on-CPU sample in " + name)
+        return 1
+    pct = 100.0 * reached / inside
+    bad = pct < float(min_pct)
+    print("%s%d of %d samples in %s (%.1f%%) reach %s%s" % (
+        "BAD " if bad else "", reached, inside, name, pct, root,
+        "; most cut: %s x%d" % cut.most_common(1)[0] if bad and cut else ""))
+    return 1 if bad else 0
+
+
 def main():
     cmd, d = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -195,6 +220,8 @@ def main():
         return with_python(d, *args)
     if cmd == "called_out":
         return called_out(d, *args)
+    if cmd == "above":
+        return above(d, *args)
     print("unknown check " + cmd)
     return 2
 

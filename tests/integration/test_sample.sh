@@ -217,9 +217,19 @@ native_tests() {
 				"$PROGS/$bin" shares "$SECONDS_SHARES" || continue
 			expect_source "$bin.$way" "$out" "$(source_name "$way")"
 			expect_check "$bin.$way.shares" shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+			expect_check "$bin.$way.rooted" above "$out" heavy main 95
 		done
 	done
 	folded_equals_samples "sample_burn.perf" "$out"
+
+	# Without the kernel's BTF a CPU sample that interrupted user code
+	# copies the stack with the registers of its context: a program
+	# without frame pointers still unwinds back to main (by DWARF)
+	out=$(fresh_dir)
+	if capture "sample_burn-nofp.nobtf" "$out" PMETRICS_TEST_PERF_FALLBACK=0 PMETRICS_TEST_NO_BTF=1 -- \
+		--sample="$HZ" -- "$PROGS/sample_burn-nofp" shares "$SECONDS_SHORT"; then
+		expect_check "sample_burn-nofp.nobtf.rooted" above "$out" heavy main 95
+	fi
 
 	# CPU time the kernel spends for the program (reads of /dev/zero):
 	# its samples carry the kernel's frames under the program's
