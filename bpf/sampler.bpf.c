@@ -80,11 +80,13 @@ struct {
 	__type(value, struct py_proc);
 } py_procs SEC(".maps");
 
-/* The thread state last found for a thread (checked at every use). */
+/* The thread state last found for a thread (checked at every use), by
+ * process and thread: a thread id reused in another process is another
+ * thread. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
-	__type(key, __u32); /* tid */
+	__type(key, __u64); /* bpf_get_current_pid_tgid() */
 	__type(value, struct py_thread_cache);
 } py_threads SEC(".maps");
 
@@ -148,30 +150,32 @@ static long walk_step(__u32 i, void *ctx)
 	return py_walk_step(NULL, ctx);
 }
 
-/* The innermost frame of thread TID of P into *FRAME (0: the thread
- * runs no Python), from the thread state cached for it while that still
- * is its. 0 when the thread has a thread state. */
-static __always_inline int thread_frame(const struct py_proc *p, __u32 tid, __u8 *buf,
-					__u64 *frame)
+/* The innermost frame of thread ID (pid and tid) of P into *FRAME (0:
+ * the thread runs no Python), from the thread state cached for it while
+ * that still is its. PY_WALK_OK, or why there is none. */
+static __always_inline __u32 thread_frame(const struct py_proc *p, __u64 id, __u8 *buf,
+					  __u64 *frame)
 {
-	struct py_find find = { .L = &p->layout, .tid = tid };
-	struct py_thread_cache *cached = bpf_map_lookup_elem(&py_threads, &tid);
+	struct py_find find = { .L = &p->layout, .tid = (__u32)id };
+	struct py_thread_cache *cached = bpf_map_lookup_elem(&py_threads, &id);
 	struct py_thread_cache fresh;
 
 	if (cached && py_cached_frame(NULL, &p->layout, cached, buf, frame) == 0)
-		return 0;
+		return PY_WALK_OK;
 	find.ts = py_first_tstate(NULL, p);
 	bpf_loop(PY_MAX_THREADS, find_step, &find, 0);
+	if (!find.found)
+		return PY_WALK_NO_THREAD;
 	if (py_cache_found(NULL, &p->layout, &fresh, find.found, buf, frame))
-		return -1;
-	bpf_map_update_elem(&py_threads, &tid, &fresh, BPF_ANY);
-	return 0;
+		return PY_WALK_READ_FAILED;
+	bpf_map_update_elem(&py_threads, &id, &fresh, BPF_ANY);
+	return PY_WALK_OK;
 }
 
-/* The Python frames of thread TID into S; P: its process's interpreter,
- * NULL when none is known. */
+/* The Python frames of thread ID (pid and tid) into S; P: its process's
+ * interpreter, NULL when none is known. */
 static __always_inline void python_stack(struct sample_scratch *s, const struct py_proc *p,
-					 __u32 tid)
+					 __u64 id)
 {
 	struct py_walk walk = { .out = s->e.py, .buf = s->frame, .memo = s->memo,
 				.status = PY_WALK_OK };
@@ -181,10 +185,9 @@ static __always_inline void python_stack(struct sample_scratch *s, const struct 
 		s->e.py_status = PY_WALK_NOT_PYTHON;
 		return;
 	}
-	if (thread_frame(p, tid, s->frame, &walk.frame)) {
-		s->e.py_status = PY_WALK_NO_THREAD;
+	s->e.py_status = thread_frame(p, id, s->frame, &walk.frame);
+	if (s->e.py_status != PY_WALK_OK)
 		return;
-	}
 	if (!walk.frame) {
 		s->e.py_status = PY_WALK_IDLE;
 		return;
@@ -342,7 +345,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	s->e.tid = tid;
 	s->e.stack_len = 0;
 	s->e.n_regs = 0;
-	python_stack(s, py, tid);
+	python_stack(s, py, id);
 	n_py = s->e.n_py;
 	if (n_py > PY_MAX_FRAMES)
 		n_py = PY_MAX_FRAMES;
@@ -453,10 +456,10 @@ SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sampler_task_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key = (__u64)task;
-	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 tgid = id >> 32;
 	__u8 one = 1;
 
-	bpf_map_delete_elem(&py_threads, &tid);
+	bpf_map_delete_elem(&py_threads, &id);
 	forget_child(task);
 	if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
 		return 0;

@@ -402,7 +402,7 @@ int python_walk_thread(const struct python_proc *p, pid_t tid, struct py_thread_
 		for (int i = 0; i < PY_MAX_THREADS && !py_find_step(&r, &f); i++)
 			;
 		if (py_cache_found(&r, L, thread, f.found, buf, &w.frame)) {
-			*status = PY_WALK_NO_THREAD;
+			*status = f.found ? PY_WALK_READ_FAILED : PY_WALK_NO_THREAD;
 			return 0;
 		}
 	}

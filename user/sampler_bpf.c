@@ -34,14 +34,19 @@ struct bpf_source {
 	struct ring_buffer *rb;
 };
 
-/* Takes N items of SIZE bytes from the packed part of a sample at *AT,
- * bounded by END; NULL (and *N 0) when there are none or they overrun. */
+/* Takes *N items of SIZE bytes from the packed part of a sample at *AT,
+ * bounded by END. NULL when there are none (*N kept: a negative count
+ * is an error to pass on) or when they overrun the record (*N 0, and
+ * nothing after them is taken either). */
 static const void *take_packed(const uint8_t **at, const uint8_t *end, int *n, size_t size)
 {
 	const uint8_t *p = *at;
 
-	if (*n <= 0 || (size_t)(end - p) / size < (size_t)*n) {
-		*n = *n > 0 ? 0 : *n;
+	if (*n <= 0)
+		return NULL;
+	if ((size_t)(end - p) / size < (size_t)*n) {
+		*n = 0;
+		*at = end; /* what follows cannot be found either */
 		return NULL;
 	}
 	*at = p + (size_t)*n * size;

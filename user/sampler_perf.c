@@ -54,7 +54,7 @@ struct perf_source {
 	uint64_t *off_ids;        /* ids of the context-switch events */
 	size_t n_off_ids, cap_off_ids;
 	struct pollfd *pfds;
-	struct { pid_t tid; struct py_thread_cache cache; } tstates[TSTATE_SLOTS];
+	struct { pid_t pid, tid; struct py_thread_cache cache; } tstates[TSTATE_SLOTS];
 	uint8_t *copy;            /* a record that wraps around its ring's end */
 	struct { pid_t tid; uint64_t time; } *ins; /* switch-ins of one read */
 	size_t n_ins, cap_ins;
@@ -185,11 +185,14 @@ static bool is_off_cpu(const struct perf_source *p, uint64_t id)
 	return false;
 }
 
-static struct py_thread_cache *tstate_of(struct perf_source *p, pid_t tid)
+/* The thread state cached for thread TID of process PID: a thread id
+ * reused in another process is another thread. */
+static struct py_thread_cache *tstate_of(struct perf_source *p, pid_t pid, pid_t tid)
 {
 	size_t i = (size_t)tid % TSTATE_SLOTS;
 
-	if (p->tstates[i].tid != tid) {
+	if (p->tstates[i].tid != tid || p->tstates[i].pid != pid) {
+		p->tstates[i].pid = pid;
 		p->tstates[i].tid = tid;
 		p->tstates[i].cache = (struct py_thread_cache){ 0 };
 	}
@@ -263,7 +266,7 @@ static void on_sample(struct perf_source *p, const uint8_t *b, size_t len)
 	ps = sampler_proc(p->s, r.pid);
 	if (ps && ps->kind == PROC_PYTHON) {
 		r.py = p->py;
-		r.n_py = python_walk_thread(&ps->py, r.tid, tstate_of(p, r.tid), p->py, &r.py_status);
+		r.n_py = python_walk_thread(&ps->py, r.tid, tstate_of(p, r.pid, r.tid), p->py, &r.py_status);
 	}
 	r.user = p->fp;
 	r.n_user = n_fp;
