@@ -223,6 +223,9 @@ static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 	out[13] = r->r12, out[14] = r->r13, out[15] = r->r14, out[16] = r->r15;
 	return 17;
 #elif defined(__TARGET_ARCH_arm64)
+	/* unrolled: R may be the context, which the verifier lets be read
+	 * only at constant offsets from its start */
+#pragma unroll
 	for (int i = 0; i < 31; i++)
 		out[i] = r->regs[i];
 	out[31] = r->sp;
