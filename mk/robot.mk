@@ -27,9 +27,11 @@ CROSS_DEPS := $(if $(CROSS_DEPS),$(CROSS_DEPS);) bash .ci/install-deps $(ROBOT_P
 # Static arm64 builds of the native test programs, for the initramfs:
 # spanprog as a static PIE (what a PIE main executable looks like to
 # uprobes) and as a plain static executable, the resource burners, and
-# the sampler's burner (frame pointers kept, as its tests build it).
+# the sampler's burner with frame pointers and without (as its tests
+# build it).
 ROBOT_PROGS := $(ROBOT_OUT)/progs/spanprog $(ROBOT_OUT)/progs/spanprog-nopie \
-	$(ROBOT_OUT)/progs/res_burn $(ROBOT_OUT)/progs/res_touch $(ROBOT_OUT)/progs/sample_burn
+	$(ROBOT_OUT)/progs/res_burn $(ROBOT_OUT)/progs/res_touch $(ROBOT_OUT)/progs/sample_burn \
+	$(ROBOT_OUT)/progs/sample_burn-nofp
 $(ROBOT_OUT)/progs/spanprog: tests/progs/spanprog.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(ROBOT_TOOLS)gcc $(PROG_CFLAGS) -fPIE -static-pie -o $@ $<
@@ -42,6 +44,9 @@ $(ROBOT_OUT)/progs/res_%: tests/progs/res_%.c
 $(ROBOT_OUT)/progs/sample_burn: tests/progs/sample_burn.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(ROBOT_TOOLS)gcc $(PROG_CFLAGS) -fno-omit-frame-pointer -static -o $@ $<
+$(ROBOT_OUT)/progs/sample_burn-nofp: tests/progs/sample_burn.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(ROBOT_TOOLS)gcc $(PROG_CFLAGS) -fomit-frame-pointer -static -o $@ $<
 
 # What the guest runs: pmetrics and the programs. In make check only where
 # the arm64 cross toolchain is there (else test_robot_kernel.sh skips,

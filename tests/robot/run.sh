@@ -38,7 +38,8 @@ guest_prereqs() {
 	WHY=""
 	command -v qemu-system-aarch64 >/dev/null || { WHY="no qemu-system-aarch64 (Debian package qemu-system-arm; make deps installs it)"; return 1; }
 	command -v cpio >/dev/null || { WHY="no cpio (make deps installs it)"; return 1; }
-	for p in pmetrics progs/spanprog progs/spanprog-nopie progs/res_burn progs/res_touch progs/sample_burn; do
+	for p in pmetrics progs/spanprog progs/spanprog-nopie progs/res_burn progs/res_touch \
+		progs/sample_burn progs/sample_burn-nofp; do
 		[ -x "$robot/$p" ] || { WHY="no $robot/$p (make robot-guest builds it; it needs the arm64 cross toolchain: make deps)"; return 1; }
 	done
 	kernel_deb busybox-static || { WHY=$KERNEL_WHY; return 1; }
@@ -52,7 +53,7 @@ initramfs() {
 	cp "$BUSYBOX" "$stage/bin/busybox"
 	cp "$here/guest/init" "$stage/init"
 	cp "$here/guest/lib.sh" "$here/guest/checks.sh" "$robot/pmetrics" "$stage/robot/"
-	cp "$robot"/progs/{spanprog,spanprog-nopie,res_burn,res_touch,sample_burn} "$stage/robot/progs/"
+	cp "$robot"/progs/{spanprog,spanprog-nopie,res_burn,res_touch,sample_burn,sample_burn-nofp} "$stage/robot/progs/"
 	chmod 755 "$stage/init" "$stage/bin/busybox"
 	# Debian's kernel has no /proc/config.gz: its config goes where a
 	# Debian system keeps it.

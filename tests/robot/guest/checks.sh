@@ -161,6 +161,27 @@ elif [ "${total:-0}" -lt 100 ]; then t_fail "${total:-0} samples: $(tail -c 300 
 elif within "$heavy" 60 && within "$medium" 30 && within "$light" 10; then t_pass
 else t_fail "heavy $heavy, medium $medium, light $light %"; fi
 
+# Built without frame pointers, the burner unwinds back to main only by
+# DWARF from a copy of its stack: by BPF (the task's saved registers with
+# BTF, a CPU sample's own without) or by perf_event_open.
+t_begin "sampling by $SAMPLE_BY: a program without frame pointers unwinds back to main"
+out=$(fresh_dir)
+"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn-nofp" shares 2 >/dev/null 2>"$T_TMP/err"
+rc=$?
+"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+# samples in heavy, then those of them with main above it
+counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st)
+	if (st ~ /;heavy(;|$)/) { h += n; if (st ~ /(^|;)main;/) r += n } }
+	END { printf "%d %d\n", h, r }' "$out/profile.folded" 2>/dev/null)
+read -r in_heavy rooted <<EOF
+$counts
+EOF
+info "  ${in_heavy:-?} samples in heavy, ${rooted:-?} of them under main"
+if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
+elif [ "${in_heavy:-0}" -lt 30 ]; then t_fail "${in_heavy:-0} samples in heavy: $(tail -c 300 "$T_TMP/err")"
+elif [ $((rooted * 10)) -ge $((in_heavy * 9)) ]; then t_pass
+else t_fail "$rooted of $in_heavy samples in heavy reach main: $(sort -t' ' -k2 -n "$out/profile.folded" | tail -n 1)"; fi
+
 # A sample taken while the kernel works for the program (reads of
 # /dev/zero) has the kernel's frames: a user-code sample is told from a
 # kernel one by its address, which differs by architecture.
@@ -170,8 +191,8 @@ out=$(fresh_dir)
 rc=$?
 "$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
 # (all samples: without BTF the user stack under a kernel one stops in
-# libc, which has no frame pointers, and the BPF path has no stack copy
-# to unwind it by DWARF)
+# libc, which has no frame pointers: the BPF path copies no stack for a
+# sample taken in the kernel there, so nothing unwinds it by DWARF)
 counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st); t += n; if (st ~ /_\[k\]$/) k += n }
 	END { printf "%d %d\n", t, k }' "$out/profile.folded" 2>/dev/null)
 read -r total kernel <<EOF
