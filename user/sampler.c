@@ -527,10 +527,11 @@ static void keep_pending(struct sampler *s, const struct raw_sample *r, const ch
 
 /* BPF: a thread sampled again (on the CPU, or going off it once more)
  * was back on the CPU before, so an off-CPU sample of it still waiting
- * for that return will never get it. Under load the sched_switch program
- * now and then does not see a thread come back (its wait would then last
- * until the end of the capture): such a sample is dropped and counted,
- * as its weight is not known. One ring keeps one thread's records in
+ * for that return will never get it. That happens when the kernel fires
+ * no sched_switch for the switch back (seen on a VM whose host agent
+ * thread is never seen leaving the CPU, in tracefs's own events too);
+ * its wait would then last until the end of the capture, so the sample
+ * is dropped and counted, as its weight is not known. One ring keeps one thread's records in
  * order; the perf_event_open path has a ring per CPU and no such gap. */
 static void drop_unseen_ends(struct sampler *s, pid_t tid, uint64_t seen_ns)
 {
