@@ -152,18 +152,24 @@ def with_python(d, kind, min_pct):
     return 0 if pct >= float(min_pct) else 1
 
 
+def on_cpu_in(d, name):
+    """The on-CPU stacks holding a frame named NAME, each with where its
+    first such frame is."""
+    for _, kind, _, _, stack in load(d):
+        names = [frame_name(f) for f in stack]
+        if kind == "on-cpu" and name in names:
+            yield stack, names, names.index(name)
+
+
 def called_out(d, name, regex, min_pct):
     inside = out = 0
     missing = collections.Counter()
-    for _, kind, _, _, stack in load(d):
-        names = [frame_name(f) for f in stack]
-        if kind != "on-cpu" or name not in names:
-            continue
+    for stack, _, at in on_cpu_in(d, name):
         inside += 1
-        if any(re.search(regex, f) for f in stack[names.index(name) + 1:]):
+        if any(re.search(regex, f) for f in stack[at + 1:]):
             out += 1
         else:
-            missing[";".join(stack[names.index(name):])] += 1
+            missing[";".join(stack[at:])] += 1
     if not inside:
         print("no on-CPU sample in " + name)
         return 1
@@ -181,15 +187,12 @@ def above(d, name, root, min_pct):
     above it: how often unwinding got from NAME back to ROOT."""
     inside = reached = 0
     cut = collections.Counter()
-    for _, kind, _, _, stack in load(d):
-        names = [frame_name(f) for f in stack]
-        if kind != "on-cpu" or name not in names:
-            continue
+    for stack, names, at in on_cpu_in(d, name):
         inside += 1
-        if root in names[:names.index(name)]:
+        if root in names[:at]:
             reached += 1
         else:
-            cut[";".join(stack[:names.index(name) + 1])] += 1
+            cut[";".join(stack[:at + 1])] += 1
     if not inside:
         print("no on-CPU sample in " + name)
         return 1

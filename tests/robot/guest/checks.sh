@@ -133,6 +133,16 @@ else
 	if [ -z "$(ls "$out")" ]; then t_pass; else t_fail "$(ls "$out")"; fi
 fi
 
+# A 99 Hz profile of a test program: PROG ARGS... into a fresh $out, its
+# folded stacks written; $rc is record's exit, stderr is in $T_TMP/err.
+profile_of() {
+	out=$(fresh_dir)
+	prog=$1; shift
+	"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/$prog" "$@" >/dev/null 2>"$T_TMP/err"
+	rc=$?
+	"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+}
+
 # ---- CPU sampling ----------------------------------------------------------------
 # By BPF where the kernel runs BPF on perf events (the sampler's program
 # must pass this kernel's verifier), else by perf_event_open in user
@@ -141,10 +151,7 @@ fi
 SAMPLE_BY=perf_event_open
 [ "$(kconfig BPF_EVENTS)" != n ] && SAMPLE_BY=BPF
 t_begin "sampling by $SAMPLE_BY: 60/30/10 % burners within 10 points, the summary naming the way"
-out=$(fresh_dir)
-"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn" shares 3 >/dev/null 2>"$T_TMP/err"
-rc=$?
-"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+profile_of sample_burn shares 3
 # samples in all, then the percentage inside each burner
 counts=$(awk '{ n = $NF; t += n; st = $0; sub(/ [0-9]+$/, "", st)
 	if (st ~ /;heavy(;|$)/) h += n; else if (st ~ /;medium(;|$)/) m += n; else if (st ~ /;light(;|$)/) l += n }
@@ -165,10 +172,7 @@ else t_fail "heavy $heavy, medium $medium, light $light %"; fi
 # DWARF from a copy of its stack: by BPF (the task's saved registers with
 # BTF, a CPU sample's own without) or by perf_event_open.
 t_begin "sampling by $SAMPLE_BY: a program without frame pointers unwinds back to main"
-out=$(fresh_dir)
-"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn-nofp" shares 2 >/dev/null 2>"$T_TMP/err"
-rc=$?
-"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+profile_of sample_burn-nofp shares 2
 # samples in heavy, then those of them with main above it
 counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st)
 	if (st ~ /;heavy(;|$)/) { h += n; if (st ~ /(^|;)main;/) r += n } }
@@ -186,10 +190,7 @@ else t_fail "$rooted of $in_heavy samples in heavy reach main: $(sort -t' ' -k2 
 # /dev/zero) has the kernel's frames: a user-code sample is told from a
 # kernel one by its address, which differs by architecture.
 t_begin "sampling by $SAMPLE_BY: CPU time spent in the kernel keeps its kernel frames"
-out=$(fresh_dir)
-"$PMETRICS" record -o "$out" --sample=99 -- "$PROGS/sample_burn" kernel 2 >/dev/null 2>"$T_TMP/err"
-rc=$?
-"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
+profile_of sample_burn kernel 2
 # (all samples: without BTF the user stack under a kernel one stops in
 # libc, which has no frame pointers: the BPF path copies no stack for a
 # sample taken in the kernel there, so nothing unwinds it by DWARF)
