@@ -315,8 +315,22 @@ void sampler_exec(struct sampler *s, pid_t pid)
 }
 
 /* Whether return address PC of PID is in a thread's first function
- * (_start, start_thread, clone...): a native stack that reaches it is
- * whole. */
+ * (_start, start_thread, clone...): a frame-pointer chain that reaches
+ * it has not lost its way, though it may have skipped frames. */
+static bool is_root_frame(struct sampler *s, pid_t pid, uint64_t pc)
+{
+	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_call_main",
+					     "start_thread", "clone", "clone3", "__clone",
+					     "__clone3", "thread_start" };
+	struct native_frame f;
+
+	symbolizer_user(s->sym, pid, pc, true, &f);
+	for (size_t i = 0; f.function && i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (strcmp(f.function, roots[i]) == 0)
+			return true;
+	return false;
+}
+
 /* ---- one sample --------------------------------------------------------- */
 
 static const char *put_frame(struct sampler *s, int *n)
@@ -361,24 +375,26 @@ static bool in_interpreter(uint64_t pc, void *arg)
 }
 
 /* The user frames of R, leaf first: DWARF from the registers and stack
- * copy when that goes further than the frame-pointer chain. A chain that
- * reaches a thread's first function is not proof of a whole stack: code
- * built without frame pointers leaves the frame pointer as its caller
- * set it (always so on arm64), and the chain then skips every frame
- * down to that caller's. With a Python stack only the frames outside
- * the interpreter are wanted. */
+ * copy when unwind_prefer_dwarf() believes it over the frame-pointer
+ * chain. A chain that reaches a thread's first function is not proof of
+ * a whole stack: code built without frame pointers leaves the frame
+ * pointer as its caller set it (always so on arm64), and the chain then
+ * skips every frame down to that caller's. With a Python stack only the
+ * frames outside the interpreter are wanted. */
 static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p,
 				   const struct raw_sample *r, bool with_python, int *n)
 {
 	struct in_interpreter at = { s, p };
 	int n_fp = r->n_user, n_dwarf;
+	bool whole;
 
 	*n = n_fp;
 	if (!r->regs || !r->stack_len)
 		return r->user;
 	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len, s->dwarf,
 				SAMPLER_MAX_USER, with_python ? in_interpreter : NULL, &at);
-	if (n_dwarf > n_fp || (with_python && n_dwarf > 0)) {
+	whole = n_dwarf > n_fp && n_fp > 0 && is_root_frame(s, r->pid, r->user[n_fp - 1]);
+	if ((with_python && n_dwarf > 0) || unwind_prefer_dwarf(r->user, n_fp, whole, s->dwarf, n_dwarf)) {
 		*n = n_dwarf;
 		return s->dwarf;
 	}

@@ -273,6 +273,20 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 	return u->walk.n;
 }
 
+bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint64_t *dwarf,
+			 int n_dwarf)
+{
+	int seen = 0;
+
+	if (n_dwarf <= n_fp)
+		return false;
+	if (!fp_whole)
+		return true;
+	for (int i = 0; i < n_dwarf && seen < n_fp; i++)
+		seen += dwarf[i] == fp[seen];
+	return seen == n_fp;
+}
+
 void unwinder_forget(struct unwinder *u, pid_t pid)
 {
 	for (size_t i = 0; i < u->n; i++) {

@@ -36,4 +36,15 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 		  const uint8_t *stack, size_t size, uint64_t *out, int max,
 		  bool (*stop)(uint64_t pc, void *arg), void *arg);
 
+/* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
+ * be believed over its frame-pointer chain FP (N_FP): when it goes
+ * further, and, if the chain ends in a thread's first function
+ * (FP_WHOLE), holds every address of the chain in the chain's order.
+ * Such a chain skips frames built without frame pointers but shows no
+ * false one, while DWARF past the stack copy reads the live stack, which
+ * the thread may have left since the sample: a walk that disagrees with
+ * a whole chain went astray. */
+bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint64_t *dwarf,
+			 int n_dwarf);
+
 #endif

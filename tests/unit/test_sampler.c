@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The sampler's pure parts: --sample's rate, and the qualified name of a
- * 3.8-3.10 function read from its source. */
+/* The sampler's pure parts: --sample's rate, the qualified name of a
+ * 3.8-3.10 function read from its source, and which of a sample's two
+ * native walks is believed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include "python_stack.h"
 #include "sampler.h"
+#include "sampler_unwind.h"
 
 static char err[512];
 
@@ -95,6 +97,58 @@ static void a_source_that_does_not_show_it_gives_the_name(void **state)
 	qualname(12, "other", "other");  /* another function's line */
 }
 
+/* Addresses of one made-up call chain, leaf first: heavy, main,
+ * __libc_start_call_main, __libc_start_main, _start. */
+enum { HEAVY = 0x1100, MAIN = 0x1200, CALL_MAIN = 0x7100, START_MAIN = 0x7200, START = 0x1010 };
+
+static void dwarf_believed_only_when_it_goes_further(void **state)
+{
+	const uint64_t fp[] = { HEAVY, MAIN, CALL_MAIN };
+	const uint64_t dwarf[] = { HEAVY, MAIN };
+
+	(void)state;
+	assert_false(unwind_prefer_dwarf(fp, 3, false, dwarf, 2));
+	assert_false(unwind_prefer_dwarf(fp, 2, false, dwarf, 2));
+	assert_true(unwind_prefer_dwarf(fp, 1, false, dwarf, 2));
+}
+
+/* A chain broken by code without frame pointers (x86: the frame pointer
+ * holds anything) ends anywhere, so the longer walk wins even where the
+ * two differ. */
+static void a_broken_chain_loses_to_a_longer_walk(void **state)
+{
+	const uint64_t fp[] = { HEAVY, 0xdead0 };
+	const uint64_t dwarf[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
+
+	(void)state;
+	assert_true(unwind_prefer_dwarf(fp, 2, false, dwarf, 5));
+}
+
+/* arm64 code without frame pointers: the chain reaches _start but skips
+ * main. DWARF holds all the chain's addresses in order, and more. */
+static void a_whole_chain_that_skipped_frames_loses(void **state)
+{
+	const uint64_t fp[] = { HEAVY, START_MAIN, START };
+	const uint64_t dwarf[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
+
+	(void)state;
+	assert_true(unwind_prefer_dwarf(fp, 3, true, dwarf, 5));
+}
+
+/* A whole chain against a longer walk that left it (a tail read from the
+ * live stack after the thread moved on, or CFI that ran astray), or that
+ * holds its addresses out of order: the chain stands. */
+static void a_whole_chain_stands_against_a_walk_that_left_it(void **state)
+{
+	const uint64_t fp[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
+	const uint64_t astray[] = { HEAVY, MAIN, 0x1300, 0x1400, 0x1500, 0x1600 };
+	const uint64_t shuffled[] = { HEAVY, CALL_MAIN, MAIN, START_MAIN, START, 0x1600 };
+
+	(void)state;
+	assert_false(unwind_prefer_dwarf(fp, 5, true, astray, 6));
+	assert_false(unwind_prefer_dwarf(fp, 5, true, shuffled, 6));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -103,6 +157,10 @@ int main(void)
 		cmocka_unit_test(the_limit_is_pmetrics_or_the_kernels),
 		cmocka_unit_test(qualnames_from_the_source),
 		cmocka_unit_test(a_source_that_does_not_show_it_gives_the_name),
+		cmocka_unit_test(dwarf_believed_only_when_it_goes_further),
+		cmocka_unit_test(a_broken_chain_loses_to_a_longer_walk),
+		cmocka_unit_test(a_whole_chain_that_skipped_frames_loses),
+		cmocka_unit_test(a_whole_chain_stands_against_a_walk_that_left_it),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
