@@ -2,6 +2,7 @@
 /* The BPF source of samples: bpf/sampler.bpf.c on a CPU clock per CPU
  * and on sched_switch, drained from its ring buffer; see sampler.h. */
 #include "sampler_source.h"
+#include "sampler_unwind.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -78,7 +79,8 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 	r.n_py = n_py;
 	r.n_user = n_user;
 	r.n_kernel = n_kernel;
-	if (!r.regs || !r.stack)
+	/* the unwinder reads every register of this architecture */
+	if (!r.regs || !r.stack || n_regs != unwind_regs_count())
 		r.regs = NULL, r.stack = NULL, n_stack = 0;
 	r.stack_len = (size_t)n_stack;
 	sampler_add(b->s, &r);
