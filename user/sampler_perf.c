@@ -84,9 +84,11 @@ static int event_open(struct perf_source *p, pid_t tid, int cpu, bool off_cpu)
 		.clockid = CLOCK_MONOTONIC,
 		.wakeup_events = 1,
 		.context_switch = off_cpu,
-		/* one kind of event says when a process execs */
+		/* one kind of event says when a process execs, and when a
+		 * thread exits */
 		.comm = off_cpu == !c->hz,
 		.comm_exec = off_cpu == !c->hz,
+		.task = off_cpu == !c->hz,
 	};
 
 	return (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -197,6 +199,18 @@ static struct py_thread_cache *tstate_of(struct perf_source *p, pid_t pid, pid_t
 		p->tstates[i].cache = (struct py_thread_cache){ 0 };
 	}
 	return &p->tstates[i].cache;
+}
+
+/* Thread TID of PID exited: its id may come back in the same process
+ * (the pid space wraps while a long-lived server churns threads), and a
+ * thread state before 3.11 names its thread by pthread_t, which glibc
+ * hands to the next thread too, so the cache alone would not notice. */
+static void forget_tstate(struct perf_source *p, pid_t pid, pid_t tid)
+{
+	size_t i = (size_t)tid % TSTATE_SLOTS;
+
+	if (p->tstates[i].tid == tid && p->tstates[i].pid == pid)
+		p->tstates[i].cache = (struct py_thread_cache){ 0 };
 }
 
 /* A PERF_RECORD_SAMPLE of our sample_type, LEN bytes after the header. */
@@ -310,6 +324,13 @@ static void on_record(struct perf_source *p, const struct perf_event_header *h)
 		    array_grow((void **)&p->ins, &p->cap_ins, p->n_ins + 1, sizeof(*p->ins))) {
 			p->ins[p->n_ins].tid = (pid_t)tid;
 			p->ins[p->n_ins++].time = time;
+		}
+		break;
+	case PERF_RECORD_EXIT: /* pid, ppid, tid, ptid, time */
+		if (len >= 16) {
+			memcpy(&pid, b, 4);
+			memcpy(&tid, b + 8, 4);
+			forget_tstate(p, (pid_t)pid, (pid_t)tid);
 		}
 		break;
 	case PERF_RECORD_COMM:
