@@ -259,7 +259,8 @@ PY_INLINE int py_tstate_head(PY_CTX ctx, const struct py_layout *L, __u64 ts, __
 
 	PY_OPAQUE(size);
 	if (size >= PY_SCRATCH_BYTES) {
-		*frame = py_read_ptr(ctx, ts + L->tstate_frame);
+		if (PY_READ(ctx, frame, sizeof(*frame), ts + L->tstate_frame))
+			return -1;
 		return PY_READ(ctx, key, sizeof(*key), ts + key_at);
 	}
 	if (PY_READ(ctx, buf, size, ts + lo))
