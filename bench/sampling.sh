@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Cost of CPU sampling to the sampled program, as ratios against the same
 # program unsampled in this run: pmetrics --sample by BPF and by its
-# perf_event_open fallback, `perf record -g` at the same rate, and austin
-# (Debian) where it reads the interpreter. The workload is a fixed amount
+# perf_event_open fallback, `perf record -g` at the same rate, perf
+# copying the same 8 KB of user stack per sample for DWARF unwinding (what
+# the fallback asks of the kernel, so its like-for-like baseline), and
+# austin (Debian) where it reads the interpreter. The workload is a fixed amount
 # of CPU-bound Python (bench/cpu_workload.py), which prints its own CPU
 # time, so the tool's own work is not counted; the tool's CPU is shown
 # beside it, and the CPU added per sample. Median of BENCH_ROUNDS
@@ -28,6 +30,8 @@ run() {
 		./pmetrics record -o "$out/rec" --sample="$hz" -- "$py" "${work[@]}" 2>/dev/null ;;
 	perf) /usr/bin/time -f '%U %S' -o "$t" perf record -q -F "$hz" -g -o "$out/perf.data" \
 		-- "$py" "${work[@]}" 2>/dev/null ;;
+	perf-dwarf) /usr/bin/time -f '%U %S' -o "$t" perf record -q -F "$hz" --call-graph dwarf,8192 \
+		-o "$out/perf.data" -- "$py" "${work[@]}" 2>/dev/null ;;
 	austin) /usr/bin/time -f '%U %S' -o "$t" austin -i $((1000000 / hz)) -o "$out/austin.out" \
 		"$py" "${work[@]}" 2>/dev/null ;;
 	esac | awk -v t="$t" '/^cpu_s/ { w = $2 } END {
@@ -43,7 +47,8 @@ run() {
 samples_taken() {
 	case $1 in
 	pmetrics-*) grep -c ',on-cpu,' "$out/rec/profile_samples" 2>/dev/null || true ;;
-	perf) perf script -i "$out/perf.data" -F time 2>/dev/null | grep -c . || true ;;
+	perf*) perf report -i "$out/perf.data" --stats 2>/dev/null |
+		awk '$1 == "SAMPLE" { print $3; exit }' ;;
 	austin) grep -c . "$out/austin.out" 2>/dev/null || true ;;
 	*) echo 1 ;;
 	esac
@@ -55,7 +60,7 @@ bash .ci/install-deps austin >/dev/null 2>&1 || true
 [ -x /usr/bin/time ] || { echo "sampling bench skipped: /usr/bin/time (Debian time) not installable"; exit 0; }
 
 methods="pmetrics-bpf pmetrics-perf"
-command -v perf >/dev/null && methods+=" perf"
+command -v perf >/dev/null && methods+=" perf perf-dwarf"
 command -v austin >/dev/null && methods+=" austin"
 echo "CPU sampling: the sampled program's own CPU time (a fixed CPU-bound Python workload),"
 echo "sampled against unsampled, median of $rounds interleaved rounds; the tool's own CPU beside it."
