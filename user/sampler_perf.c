@@ -82,6 +82,10 @@ static int event_open(struct perf_source *p, pid_t tid, int cpu, bool off_cpu)
 		.sample_id_all = 1,
 		.use_clockid = 1,
 		.clockid = CLOCK_MONOTONIC,
+		/* woken at every sample, to read the Python stack while the
+		 * thread is still where it was sampled: beyond the stack copy
+		 * that perf's own DWARF mode also asks for, these wakeups are
+		 * what this path costs the program (README: Cost) */
 		.wakeup_events = 1,
 		.context_switch = off_cpu,
 		/* one kind of event says when a process execs, and when a
