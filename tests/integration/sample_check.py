@@ -161,47 +161,43 @@ def on_cpu_in(d, name):
             yield stack, names, names.index(name)
 
 
-def called_out(d, name, regex, min_pct):
-    inside = out = 0
-    missing = collections.Counter()
-    for stack, _, at in on_cpu_in(d, name):
+def share_in(d, name, test, min_pct, what):
+    """Of the on-CPU samples in NAME, the share TEST(stack, names, at)
+    passes: it gives whether the sample passes and, when not, the part of
+    the stack to show. A failure names the commonest such part."""
+    inside = passed = 0
+    failed = collections.Counter()
+    for stack, names, at in on_cpu_in(d, name):
         inside += 1
-        if any(re.search(regex, f) for f in stack[at + 1:]):
-            out += 1
+        ok, shown = test(stack, names, at)
+        if ok:
+            passed += 1
         else:
-            missing[";".join(stack[at:])] += 1
+            failed[shown] += 1
     if not inside:
         print("no on-CPU sample in " + name)
         return 1
-    pct = 100.0 * out / inside
+    pct = 100.0 * passed / inside
     bad = pct < float(min_pct)
-    # a failure shows the commonest stack that missed, from NAME in
-    print("%s%d of %d samples in %s (%.1f%%) hold %s%s" % (
-        "BAD " if bad else "", out, inside, name, pct, regex,
-        "; most without: %s x%d" % missing.most_common(1)[0] if bad and missing else ""))
+    print("%s%d of %d samples in %s (%.1f%%) %s%s" % (
+        "BAD " if bad else "", passed, inside, name, pct, what,
+        "; commonest that did not: %s x%d" % failed.most_common(1)[0] if bad and failed else ""))
     return 1 if bad else 0
+
+
+def called_out(d, name, regex, min_pct):
+    """Of the on-CPU samples in NAME, the share with a frame matching
+    REGEX below it (what NAME called out to)."""
+    return share_in(d, name, lambda stack, names, at: (
+        any(re.search(regex, f) for f in stack[at + 1:]), ";".join(stack[at:])),
+        min_pct, "hold " + regex)
 
 
 def above(d, name, root, min_pct):
     """Of the on-CPU samples in NAME, the share whose stack reaches ROOT
     above it: how often unwinding got from NAME back to ROOT."""
-    inside = reached = 0
-    cut = collections.Counter()
-    for stack, names, at in on_cpu_in(d, name):
-        inside += 1
-        if root in names[:at]:
-            reached += 1
-        else:
-            cut[";".join(stack[:at + 1])] += 1
-    if not inside:
-        print("no on-CPU sample in " + name)
-        return 1
-    pct = 100.0 * reached / inside
-    bad = pct < float(min_pct)
-    print("%s%d of %d samples in %s (%.1f%%) reach %s%s" % (
-        "BAD " if bad else "", reached, inside, name, pct, root,
-        "; most cut: %s x%d" % cut.most_common(1)[0] if bad and cut else ""))
-    return 1 if bad else 0
+    return share_in(d, name, lambda stack, names, at: (
+        root in names[:at], ";".join(stack[:at + 1])), min_pct, "reach " + root)
 
 
 def main():

@@ -168,23 +168,29 @@ elif [ "${total:-0}" -lt 100 ]; then t_fail "${total:-0} samples: $(tail -c 300 
 elif within "$heavy" 60 && within "$medium" 30 && within "$light" 10; then t_pass
 else t_fail "heavy $heavy, medium $medium, light $light %"; fi
 
+# share_of WHAT MIN PCT ALL PART: of the samples of $out's folded stacks
+# that match the regex ALL (WHAT says which), at least MIN, at least PCT %
+# must also match PART. A pass or a failure, after a line with the counts.
+share_of() {
+	local what=$1 min=$2 pct=$3 total part
+	read -r total part <<EOF
+$(awk -v all="$4" -v part="$5" '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st)
+	if (st ~ all) { t += n; if (st ~ part) p += n } } END { printf "%d %d\n", t, p }' \
+	"$out/profile.folded" 2>/dev/null)
+EOF
+	info "  ${total:-?} samples$what, ${part:-?} of them matching $5"
+	if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
+	elif [ "${total:-0}" -lt "$min" ]; then t_fail "${total:-0} samples$what: $(tail -c 300 "$T_TMP/err")"
+	elif [ $((part * 100)) -ge $((total * pct)) ]; then t_pass
+	else t_fail "$part of $total samples$what match $5: $(sort -t' ' -k2 -n "$out/profile.folded" | tail -n 1)"; fi
+}
+
 # Built without frame pointers, the burner unwinds back to main only by
 # DWARF from a copy of its stack: by BPF (the task's saved registers with
 # BTF, a CPU sample's own without) or by perf_event_open.
 t_begin "sampling by $SAMPLE_BY: a program without frame pointers unwinds back to main"
 profile_of sample_burn-nofp shares 2
-# samples in heavy, then those of them with main above it
-counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st)
-	if (st ~ /;heavy(;|$)/) { h += n; if (st ~ /(^|;)main;/) r += n } }
-	END { printf "%d %d\n", h, r }' "$out/profile.folded" 2>/dev/null)
-read -r in_heavy rooted <<EOF
-$counts
-EOF
-info "  ${in_heavy:-?} samples in heavy, ${rooted:-?} of them under main"
-if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
-elif [ "${in_heavy:-0}" -lt 30 ]; then t_fail "${in_heavy:-0} samples in heavy: $(tail -c 300 "$T_TMP/err")"
-elif [ $((rooted * 10)) -ge $((in_heavy * 9)) ]; then t_pass
-else t_fail "$rooted of $in_heavy samples in heavy reach main: $(sort -t' ' -k2 -n "$out/profile.folded" | tail -n 1)"; fi
+share_of " in heavy" 30 90 ';heavy(;|$)' '(^|;)main;'
 
 # A sample taken while the kernel works for the program (reads of
 # /dev/zero) has the kernel's frames: a user-code sample is told from a
@@ -193,17 +199,9 @@ t_begin "sampling by $SAMPLE_BY: CPU time spent in the kernel keeps its kernel f
 profile_of sample_burn kernel 2
 # (all samples: without BTF the user stack under a kernel one stops in
 # libc, which has no frame pointers: the BPF path copies no stack for a
-# sample taken in the kernel there, so nothing unwinds it by DWARF)
-counts=$(awk '{ n = $NF; st = $0; sub(/ [0-9]+$/, "", st); t += n; if (st ~ /_\[k\]$/) k += n }
-	END { printf "%d %d\n", t, k }' "$out/profile.folded" 2>/dev/null)
-read -r total kernel <<EOF
-$counts
-EOF
-info "  $total samples, ${kernel:-?} with kernel frames"
-if [ $rc -ne 0 ]; then t_fail "exit $rc: $(head -c 300 "$T_TMP/err")"
-elif [ "${total:-0}" -lt 50 ]; then t_fail "${total:-0} samples: $(tail -c 300 "$T_TMP/err")"
-elif [ $((kernel * 2)) -ge "$total" ]; then t_pass
-else t_fail "$kernel of $total samples have kernel frames"; fi
+# sample taken in the kernel there, so nothing unwinds it by DWARF; a
+# kernel frame ends in _[k])
+share_of "" 50 50 '' '_[[]k[]]$'
 
 # ---- resource series -----------------------------------------------------------
 "$PROGS/res_burn" 300 200 >"$T_TMP/burn.out" & burn=$!
