@@ -319,9 +319,9 @@ void sampler_exec(struct sampler *s, pid_t pid)
  * it has not lost its way, though it may have skipped frames. */
 static bool is_root_frame(struct sampler *s, pid_t pid, uint64_t pc)
 {
-	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_call_main",
-					     "start_thread", "clone", "clone3", "__clone",
-					     "__clone3", "thread_start" };
+	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_main_impl",
+					     "__libc_start_call_main", "start_thread", "clone",
+					     "clone3", "__clone", "__clone3", "thread_start" };
 	struct native_frame f;
 
 	symbolizer_user(s->sym, pid, pc, true, &f);
@@ -394,7 +394,8 @@ static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p
 	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len, s->dwarf,
 				SAMPLER_MAX_USER, with_python ? in_interpreter : NULL, &at);
 	whole = n_dwarf > n_fp && n_fp > 0 && is_root_frame(s, r->pid, r->user[n_fp - 1]);
-	if ((with_python && n_dwarf > 0) || unwind_prefer_dwarf(r->user, n_fp, whole, s->dwarf, n_dwarf)) {
+	if ((with_python && n_dwarf > 0) ||
+	    unwind_prefer_dwarf(r->user, n_fp, whole, s->dwarf, n_dwarf, n_dwarf >= SAMPLER_MAX_USER)) {
 		*n = n_dwarf;
 		return s->dwarf;
 	}

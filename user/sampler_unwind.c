@@ -274,7 +274,7 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 }
 
 bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint64_t *dwarf,
-			 int n_dwarf)
+			 int n_dwarf, bool dwarf_cut)
 {
 	int seen = 0;
 
@@ -284,7 +284,9 @@ bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint
 		return true;
 	for (int i = 0; i < n_dwarf && seen < n_fp; i++)
 		seen += dwarf[i] == fp[seen];
-	return seen == n_fp;
+	/* a walk cut at its limit (deep recursion) cannot reach the chain's
+	 * outer addresses: those it reached are all it can show */
+	return seen == n_fp || (dwarf_cut && seen > 0);
 }
 
 void unwinder_forget(struct unwinder *u, pid_t pid)

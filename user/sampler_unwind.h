@@ -39,12 +39,13 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes
  * further, and, if the chain ends in a thread's first function
- * (FP_WHOLE), holds every address of the chain in the chain's order.
- * Such a chain skips frames built without frame pointers but shows no
- * false one, while DWARF past the stack copy reads the live stack, which
- * the thread may have left since the sample: a walk that disagrees with
- * a whole chain went astray. */
+ * (FP_WHOLE), holds every address of the chain in the chain's order (of
+ * a walk stopped at its frame limit, DWARF_CUT, as many as it reached,
+ * the leaf at least). Such a chain skips frames built without frame
+ * pointers but shows no false one, while DWARF past the stack copy reads
+ * the live stack, which the thread may have left since the sample: a
+ * walk that disagrees with a whole chain went astray. */
 bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint64_t *dwarf,
-			 int n_dwarf);
+			 int n_dwarf, bool dwarf_cut);
 
 #endif

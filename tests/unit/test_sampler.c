@@ -107,9 +107,9 @@ static void dwarf_believed_only_when_it_goes_further(void **state)
 	const uint64_t dwarf[] = { HEAVY, MAIN };
 
 	(void)state;
-	assert_false(unwind_prefer_dwarf(fp, 3, false, dwarf, 2));
-	assert_false(unwind_prefer_dwarf(fp, 2, false, dwarf, 2));
-	assert_true(unwind_prefer_dwarf(fp, 1, false, dwarf, 2));
+	assert_false(unwind_prefer_dwarf(fp, 3, false, dwarf, 2, false));
+	assert_false(unwind_prefer_dwarf(fp, 2, false, dwarf, 2, false));
+	assert_true(unwind_prefer_dwarf(fp, 1, false, dwarf, 2, false));
 }
 
 /* A chain broken by code without frame pointers (x86: the frame pointer
@@ -121,7 +121,7 @@ static void a_broken_chain_loses_to_a_longer_walk(void **state)
 	const uint64_t dwarf[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
 
 	(void)state;
-	assert_true(unwind_prefer_dwarf(fp, 2, false, dwarf, 5));
+	assert_true(unwind_prefer_dwarf(fp, 2, false, dwarf, 5, false));
 }
 
 /* arm64 code without frame pointers: the chain reaches _start but skips
@@ -132,7 +132,7 @@ static void a_whole_chain_that_skipped_frames_loses(void **state)
 	const uint64_t dwarf[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
 
 	(void)state;
-	assert_true(unwind_prefer_dwarf(fp, 3, true, dwarf, 5));
+	assert_true(unwind_prefer_dwarf(fp, 3, true, dwarf, 5, false));
 }
 
 /* A whole chain against a longer walk that left it (a tail read from the
@@ -145,8 +145,35 @@ static void a_whole_chain_stands_against_a_walk_that_left_it(void **state)
 	const uint64_t shuffled[] = { HEAVY, CALL_MAIN, MAIN, START_MAIN, START, 0x1600 };
 
 	(void)state;
-	assert_false(unwind_prefer_dwarf(fp, 5, true, astray, 6));
-	assert_false(unwind_prefer_dwarf(fp, 5, true, shuffled, 6));
+	assert_false(unwind_prefer_dwarf(fp, 5, true, astray, 6, false));
+	assert_false(unwind_prefer_dwarf(fp, 5, true, shuffled, 6, false));
+}
+
+/* Recursion repeats return addresses: each of the chain's must have a
+ * place of its own, in order, in the walk. */
+static void repeated_addresses_each_need_their_own_place(void **state)
+{
+	const uint64_t fp[] = { HEAVY, MAIN, MAIN, START };
+	const uint64_t deeper[] = { HEAVY, MAIN, MAIN, MAIN, CALL_MAIN, START };
+	const uint64_t shallower[] = { HEAVY, MAIN, CALL_MAIN, START_MAIN, START };
+
+	(void)state;
+	assert_true(unwind_prefer_dwarf(fp, 4, true, deeper, 6, false));
+	assert_false(unwind_prefer_dwarf(fp, 4, true, shallower, 5, false));
+}
+
+/* Recursion deeper than the walk's frame limit: the walk never reaches
+ * the chain's root, and is still the better stack. */
+static void a_walk_cut_at_its_limit_is_believed(void **state)
+{
+	uint64_t deep[8] = { HEAVY };
+	const uint64_t fp[] = { HEAVY, START_MAIN, START };
+
+	(void)state;
+	for (int i = 1; i < 8; i++)
+		deep[i] = MAIN;
+	assert_true(unwind_prefer_dwarf(fp, 3, true, deep, 8, true));
+	assert_false(unwind_prefer_dwarf(fp, 3, true, deep, 8, false));
 }
 
 int main(void)
@@ -161,6 +188,8 @@ int main(void)
 		cmocka_unit_test(a_broken_chain_loses_to_a_longer_walk),
 		cmocka_unit_test(a_whole_chain_that_skipped_frames_loses),
 		cmocka_unit_test(a_whole_chain_stands_against_a_walk_that_left_it),
+		cmocka_unit_test(repeated_addresses_each_need_their_own_place),
+		cmocka_unit_test(a_walk_cut_at_its_limit_is_believed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
