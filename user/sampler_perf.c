@@ -89,7 +89,8 @@ static int event_open(struct perf_source *p, pid_t tid, int cpu, bool off_cpu)
 		.wakeup_events = 1,
 		.context_switch = off_cpu,
 		/* one kind of event says when a process execs, and when a
-		 * thread exits */
+		 * thread exits (comm alone brings the exits too; task says
+		 * that they are wanted) */
 		.comm = off_cpu == !c->hz,
 		.comm_exec = off_cpu == !c->hz,
 		.task = off_cpu == !c->hz,
