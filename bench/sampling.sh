@@ -3,8 +3,9 @@
 # Cost of CPU sampling to the sampled program, as ratios against the same
 # program unsampled in this run: pmetrics --sample by BPF and by its
 # perf_event_open fallback, `perf record -g` at the same rate, perf
-# copying the same 8 KB of user stack per sample for DWARF unwinding (what
-# the fallback asks of the kernel, so its like-for-like baseline), and
+# copying the same registers and 8 KB of user stack per sample for DWARF
+# unwinding (what the fallback asks of the kernel but for the user
+# frame-pointer chain, so its closest baseline), and
 # austin (Debian) where it reads the interpreter. The workload is a fixed amount
 # of CPU-bound Python (bench/cpu_workload.py), which prints its own CPU
 # time, so the tool's own work is not counted; the tool's CPU is shown

@@ -285,7 +285,7 @@ bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint
 	for (int i = 0; i < n_dwarf && seen < n_fp; i++)
 		seen += dwarf[i] == fp[seen];
 	/* a walk cut at its limit (deep recursion) cannot reach the chain's
-	 * outer addresses: those it reached are all it can show */
+	 * outer addresses, so it is only asked to start where the chain does */
 	return seen == n_fp || (dwarf_cut && seen > 0);
 }
 

@@ -39,9 +39,9 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes
  * further, and, if the chain ends in a thread's first function
- * (FP_WHOLE), holds every address of the chain in the chain's order (of
- * a walk stopped at its frame limit, DWARF_CUT, as many as it reached,
- * the leaf at least). Such a chain skips frames built without frame
+ * (FP_WHOLE), holds every address of the chain in the chain's order (a
+ * walk stopped at its frame limit, DWARF_CUT, need only start at the
+ * chain's leaf: the chain's outer addresses may lie past it). Such a chain skips frames built without frame
  * pointers but shows no false one, while DWARF past the stack copy reads
  * the live stack, which the thread may have left since the sample: a
  * walk that disagrees with a whole chain went astray. */
