@@ -2,7 +2,7 @@
 /* The profile capture: writer -> reader round trip (a torn last row, a
  * damaged stack row, a corrupt stack id), aggregation and the span and
  * kind filters with exact counts, the folded output byte for byte, frame
- * forms. */
+ * forms, rows pmetrics does not write, the outputs' escapes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -444,6 +444,62 @@ static void frame_forms(void **state)
 	assert_string_equal(parts.file, "a (b).py");
 }
 
+/* Rows another writer (or a hand) could make: frames with a line break
+ * or an empty frame are kept as pmetrics writes them, a time beyond
+ * pprof's signed 64 bits is malformed, sums are held at their maximum. */
+static void foreign_rows(void **state)
+{
+	char *dir = make_dir(), err[256], rows[1024], samples[1024], nl[17], empty_frame[17],
+		none[17];
+	static const char big[] = "9223372036854775807"; /* INT64_MAX */
+	struct out_buf b = { 0 };
+	struct profile p;
+	(void)state;
+
+	strcpy(nl, id_of("main;a\nb"));
+	strcpy(empty_frame, id_of("a;;b"));
+	strcpy(none, id_of(""));
+	snprintf(rows, sizeof(rows), "%s,\"main;a\nb\"\n%s,a;;b\n%s,\n", nl, empty_frame, none);
+	write_file(dir, "profile_stacks", rows, "w");
+	snprintf(samples, sizeof(samples),
+		 "1,1,1,on-cpu,%s,,%s\n2,1,1,on-cpu,%s,,%s\n3,1,1,on-cpu,%s,,%s\n"
+		 "4,1,1,on-cpu,10,,%s\n5,1,1,on-cpu,10,,%s\n6,1,1,on-cpu,9223372036854775808,,%s\n",
+		 big, nl, big, nl, big, nl, empty_frame, none, none);
+	write_file(dir, "profile_samples", samples, "w");
+	snprintf(samples, sizeof(samples), "1,ringbuf_full,%s\n2,ringbuf_full,%s\n"
+		 "3,ringbuf_full,5\n4,ringbuf_full,18446744073709551615\n", big, big);
+	write_file(dir, "profile_lost", samples, "w");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.repaired_stack_rows, 3);
+	assert_int_equal(p.bad_stack_rows, 0);
+	assert_int_equal(p.bad_rows, 2); /* the weight and the count past INT64_MAX */
+	assert_int_equal(p.n_samples, 5);
+	assert_true(p.losses[0].count == UINT64_MAX);
+	assert_true(profile_lost_total(&p) == UINT64_MAX);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_true(p.kept_weight[PROFILE_ON_CPU] == UINT64_MAX);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "[unknown] 1\na;[unknown];b 1\nmain;a?b 3\n");
+	out_free(&b);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+/* U+FFFE and U+FFFF are valid UTF-8 but no XML characters; the JSON
+ * escape goes into the SVG's script too. */
+static void escapes_drop_xml_nonchars(void **state)
+{
+	struct out_buf b = { 0 };
+	(void)state;
+
+	out_xml_str(&b, "x\xef\xbf\xbey\xef\xbf\xbfz\xef\xbf\xbd");
+	assert_string_equal(b.s, "x?y?z\xef\xbf\xbd");
+	out_free(&b);
+	out_json_str(&b, "\xef\xbf\xbe<");
+	assert_string_equal(b.s, "?\\u003c");
+	out_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +513,8 @@ int main(void)
 		cmocka_unit_test(folded_bytes),
 		cmocka_unit_test(frames_kept_whole),
 		cmocka_unit_test(frame_forms),
+		cmocka_unit_test(foreign_rows),
+		cmocka_unit_test(escapes_drop_xml_nonchars),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

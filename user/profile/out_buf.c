@@ -88,15 +88,22 @@ static size_t utf8_seq(const unsigned char *s)
 	return n;
 }
 
-/* Copies a multi-byte sequence or writes '?' for a byte that is no UTF-8;
- * returns the bytes of S consumed. */
+/* Whether the N-byte sequence at S is U+FFFE or U+FFFF: valid UTF-8,
+ * but no XML character, and the JSON escape lands in the SVG's script. */
+static bool xml_nonchar(const unsigned char *s, size_t n)
+{
+	return n == 3 && s[0] == 0xef && s[1] == 0xbf && (s[2] == 0xbe || s[2] == 0xbf);
+}
+
+/* Copies a multi-byte sequence or writes '?' for a byte that is no UTF-8
+ * (or for a whole U+FFFE or U+FFFF); returns the bytes of S consumed. */
 static size_t put_utf8(struct out_buf *b, const char *s)
 {
 	size_t n = utf8_seq((const unsigned char *)s);
 
-	if (n == 0) {
+	if (n == 0 || xml_nonchar((const unsigned char *)s, n)) {
 		out_put(b, "?", 1);
-		return 1;
+		return n ? n : 1;
 	}
 	out_put(b, s, n);
 	return n;

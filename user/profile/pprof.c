@@ -45,6 +45,13 @@ struct pprof_build {
 	bool oom;
 };
 
+/* V as pprof's signed 64 bits, held at INT64_MAX (a sum of many long
+ * off-CPU waits). */
+static int64_t held_i64(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
 static int64_t str_id(struct pprof_build *pb, const char *s)
 {
 	long i = intern_add(&pb->strings, s, strlen(s));
@@ -166,9 +173,9 @@ static void build_samples(struct pprof_build *pb, const struct profile *p, size_
 		s->value = val;
 		s->n_value = n_types;
 		val[0] = (int64_t)a->count;
-		val[1] = a->kind == PROFILE_ON_CPU ? (int64_t)a->weight_ns : 0;
+		val[1] = a->kind == PROFILE_ON_CPU ? held_i64(a->weight_ns) : 0;
 		if (n_types > 2)
-			val[2] = a->kind == PROFILE_OFF_CPU ? (int64_t)a->weight_ns : 0;
+			val[2] = a->kind == PROFILE_OFF_CPU ? held_i64(a->weight_ns) : 0;
 		val += n_types;
 		s->label = labp;
 		s->n_label = set->n;
@@ -219,8 +226,8 @@ static void time_range(const struct profile *p, uint64_t period, Profile *prof)
 		last = p->samples[i].time_ns;
 		any = true;
 	}
-	prof->time_nanos = (int64_t)first;
-	prof->duration_nanos = (int64_t)(last - first + period);
+	prof->time_nanos = held_i64(first);
+	prof->duration_nanos = held_i64(last - first + period);
 }
 
 static void build_free(struct pprof_build *pb)

@@ -27,6 +27,19 @@ static int parse_u64(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
+/* A count or a time in ns, which pprof stores signed: at most INT64_MAX
+ * (292 years of ns). */
+static int parse_i64_range(const char *s, size_t len, uint64_t *out)
+{
+	return parse_u64(s, len, out) || *out > INT64_MAX ? -1 : 0;
+}
+
+/* A + B, held at UINT64_MAX: sums of rows, which could come from anywhere. */
+static uint64_t add_held(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static int parse_u32(const char *s, size_t len, uint32_t *out)
 {
 	uint64_t v;
@@ -35,6 +48,43 @@ static int parse_u32(const char *s, size_t len, uint32_t *out)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
+}
+
+/* TEXT (LEN bytes) as the writer writes a frames field: a control byte
+ * as '?', an empty frame as PROFILE_NO_STACK; *CHANGED says whether it
+ * was not so already. NULL when out of memory. */
+static char *frames_as_written(const char *text, size_t len, size_t *out_len, bool *changed)
+{
+	size_t fill = strlen(PROFILE_NO_STACK), frames = 1, n = 0, start = 0;
+	char *out;
+
+	for (size_t i = 0; i < len; i++)
+		frames += text[i] == PROFILE_FRAME_SEP;
+	out = malloc(len + frames * fill + 1);
+	if (!out)
+		return NULL;
+	*changed = false;
+	for (size_t i = 0; i <= len; i++) {
+		unsigned char c = i < len ? (unsigned char)text[i] : PROFILE_FRAME_SEP;
+
+		if (c != PROFILE_FRAME_SEP) {
+			bool ok = c >= 0x20 && c != 0x7f;
+			out[n++] = ok ? (char)c : '?';
+			*changed |= !ok;
+			continue;
+		}
+		if (i == start) {
+			memcpy(out + n, PROFILE_NO_STACK, fill);
+			n += fill;
+			*changed = true;
+		}
+		if (i < len)
+			out[n++] = PROFILE_FRAME_SEP;
+		start = i + 1;
+	}
+	out[n] = '\0';
+	*out_len = n;
+	return out;
 }
 
 static int add_stack(struct profile *p, uint64_t id, const char *text, size_t len)
@@ -55,10 +105,8 @@ static int add_stack(struct profile *p, uint64_t id, const char *text, size_t le
 	s->id = id;
 	s->frames = malloc(depth * sizeof(*s->frames));
 	long t = intern_add(&p->stack_texts, text, len);
-	if (!s->frames || t < 0) {
-		free(s->frames);
-		return -1;
-	}
+	if (!s->frames || t < 0)
+		goto fail;
 	s->text = (uint32_t)t;
 	for (const char *f = text, *end = text + len; f <= end; s->depth++) {
 		const char *sep = memchr(f, PROFILE_FRAME_SEP, (size_t)(end - f));
@@ -66,14 +114,35 @@ static int add_stack(struct profile *p, uint64_t id, const char *text, size_t le
 			sep = end;
 		long fi = intern_add(&p->frames, f, (size_t)(sep - f));
 		if (fi < 0)
-			return -1;
+			goto fail;
 		s->frames[s->depth] = (uint32_t)fi;
 		f = sep + 1;
 	}
 	if (u64map_put(&p->stack_by_id, id, (uint32_t)p->n_stacks))
-		return -1;
+		goto fail;
 	p->n_stacks++;
 	return 0;
+fail:
+	free(s->frames);
+	return -1;
+}
+
+/* A stack row whose id is its hash, added with its frames as the writer
+ * would have written them (another writer's row, or one made by hand,
+ * could hold a line break that would split a folded line). */
+static int add_stack_row(struct profile *p, uint64_t id, const char *text, size_t len)
+{
+	bool changed;
+	size_t n;
+	char *clean = frames_as_written(text, len, &n, &changed);
+	int rc;
+
+	if (!clean)
+		return -1;
+	p->repaired_stack_rows += changed;
+	rc = add_stack(p, id, clean, n);
+	free(clean);
+	return rc;
 }
 
 static int load_stacks(const char *dir, struct profile *p, char *err, size_t errlen)
@@ -99,7 +168,7 @@ static int load_stacks(const char *dir, struct profile *p, char *err, size_t err
 		}
 		if (u64map_get(&p->stack_by_id, id) >= 0)
 			continue; /* the same stack from another capture */
-		if (add_stack(p, id, r.field[1], r.len[1])) {
+		if (add_stack_row(p, id, r.field[1], r.len[1])) {
 			csv_data_free(&d);
 			snprintf(err, errlen, "out of memory reading %s", d.path);
 			return -1;
@@ -178,7 +247,7 @@ static int take_sample(struct profile *p, const struct csv_data *d, const struct
 	    parse_u32(r->field[1], r->len[1], &s.pid) ||
 	    parse_u32(r->field[2], r->len[2], &s.tid) ||
 	    profile_kind_parse(r->field[3], r->len[3], &s.kind) ||
-	    parse_u64(r->field[4], r->len[4], &s.weight_ns) ||
+	    parse_i64_range(r->field[4], r->len[4], &s.weight_ns) ||
 	    profile_stack_id_parse(r->field[6], r->len[6], &id))
 		return 1;
 	set = span_set_of(p, r->field[5], r->len[5]);
@@ -228,7 +297,7 @@ static int add_loss(struct profile *p, const char *reason, uint64_t count)
 {
 	for (size_t i = 0; i < p->n_losses; i++)
 		if (strcmp(p->losses[i].reason, reason) == 0) {
-			p->losses[i].count += count;
+			p->losses[i].count = add_held(p->losses[i].count, count);
 			return 0;
 		}
 	struct profile_loss_total *l = realloc(p->losses, (p->n_losses + 1) * sizeof(*l));
@@ -252,7 +321,7 @@ static int load_losses(const char *dir, struct profile *p, char *err, size_t err
 	p->torn_rows += d.torn_bytes > 0;
 	while (csv_data_next(&d, &r)) {
 		if (r.n != 3 || parse_u64(r.field[0], r.len[0], &t) ||
-		    !reason_ok(r.field[1], r.len[1]) || parse_u64(r.field[2], r.len[2], &count)) {
+		    !reason_ok(r.field[1], r.len[1]) || parse_i64_range(r.field[2], r.len[2], &count)) {
 			p->bad_rows++;
 			continue;
 		}
@@ -389,7 +458,7 @@ int profile_select(struct profile *p, const struct profile_filter *f)
 			continue;
 		p->kept++;
 		p->kept_count[s->kind]++;
-		p->kept_weight[s->kind] += s->weight_ns;
+		p->kept_weight[s->kind] = add_held(p->kept_weight[s->kind], s->weight_ns);
 		uint64_t key = (uint64_t)s->stack << 32 | (uint64_t)s->span_set << 1 | s->kind;
 		long a = u64map_get(&at, key);
 		if (a < 0) {
@@ -400,7 +469,7 @@ int profile_select(struct profile *p, const struct profile_filter *f)
 				goto out;
 		}
 		p->aggs[a].count++;
-		p->aggs[a].weight_ns += s->weight_ns;
+		p->aggs[a].weight_ns = add_held(p->aggs[a].weight_ns, s->weight_ns);
 	}
 	qsort_r(p->aggs, p->n_aggs, sizeof(*p->aggs), agg_cmp, p);
 	rc = 0;
@@ -414,7 +483,7 @@ uint64_t profile_lost_total(const struct profile *p)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < p->n_losses; i++)
-		n += p->losses[i].count;
+		n = add_held(n, p->losses[i].count);
 	return n;
 }
 

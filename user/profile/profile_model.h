@@ -58,8 +58,9 @@ struct profile {
 	struct profile_loss_total *losses;
 	size_t n_losses;
 	/* rows of the files left out: malformed rows, stack rows whose id
-	 * is not their hash, torn last rows */
-	uint64_t bad_rows, bad_stack_rows, torn_rows;
+	 * is not their hash, torn last rows; and stack rows kept with a
+	 * control character or an empty frame made '?' or PROFILE_NO_STACK */
+	uint64_t bad_rows, bad_stack_rows, torn_rows, repaired_stack_rows;
 	/* after profile_select(): */
 	struct profile_agg *aggs; /* sorted by stack text, span set text, kind */
 	size_t n_aggs;
