@@ -197,6 +197,19 @@ cp "$CAP"/profile_stacks "$CAP"/profile_samples "$BAD"/
 sed -i '7s/,[0-9a-f]\{16\}$/,0123456789abcdef/' "$BAD/profile_samples"
 expect_error "corrupt stack id: one line, exit 1" 1 "profile_samples line 7: stack id 0123456789abcdef is not in profile_stacks" \
 	-x "$BAD/profile.folded" -- "$PMETRICS" report "$BAD"
+t_begin "a report that fails on its last input leaves an earlier report's files, all four"
+HALF=$(fresh_dir)
+cp -r "$CAP"/. "$HALF"/
+"$PMETRICS" report "$HALF" >/dev/null 2>&1
+sums() { (cd "$HALF" && sha256sum profile.folded profile.pb.gz profile.svg trace.json); }
+sums >"$T_TMP/sums.before" 2>&1
+rm "$HALF/robot_context_data"
+ln -s /etc/hostname "$HALF/robot_context_data"
+"$PMETRICS" report "$HALF" --span ANALYZING_PROTOCOL >"$T_TMP/half.out" 2>"$T_TMP/half.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "symbolic link" "$T_TMP/half.err" && ! grep -q wrote "$T_TMP/half.out" &&
+	[ "$(wc -l <"$T_TMP/sums.before")" -eq 4 ] && sums | cmp -s - "$T_TMP/sums.before"
+then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/half.out" "$T_TMP/half.err" | head -c 600)"; fi
 expect_error "unknown --format: exit 2" 2 "pmetrics report: unknown --format 'flame'" -- "$PMETRICS" report "$CAP" --format flame
 expect_error "unknown --span: one line naming the states there, exit 1" 1 \
 	"--span ANALYSING: no sample in .* was taken inside ANALYSING \(states there: ANALYZING_PROTOCOL, GETTING_CACHED_ANALYSIS\)" \

@@ -25,7 +25,8 @@ void out_printf(struct out_buf *b, const char *fmt, ...) __attribute__((format(p
  * for inline scripts, '<' and '>' escaped). */
 void out_json_str(struct out_buf *b, const char *s);
 /* S as XML character data or an attribute value. Both escapes write a
- * byte that is not part of valid UTF-8 as '?'. */
+ * byte that is not part of valid UTF-8, and U+FFFE and U+FFFF (no XML
+ * characters), as '?'. */
 void out_xml_str(struct out_buf *b, const char *s);
 void out_free(struct out_buf *b);
 /* The bytes of the character at S (1 for a byte that is no UTF-8). */
@@ -46,8 +47,9 @@ int profile_pprof(const struct profile *p, const struct report_view *v, struct o
 		  char *err, size_t errlen);
 /* The interactive flame graph. */
 int profile_svg(const struct profile *p, const struct report_view *v, struct out_buf *b);
-/* The Chrome trace-event timeline; reads DIR's span and resource files. */
+/* The Chrome trace-event timeline; reads DIR's span and resource files,
+ * whose malformed rows it leaves out and counts in *ROWS_SKIPPED. */
 int profile_trace(const struct profile *p, const struct report_view *v, struct out_buf *b,
-		  char *err, size_t errlen);
+		  uint64_t *rows_skipped, char *err, size_t errlen);
 
 #endif

@@ -178,6 +178,11 @@ static void warn_damage(const struct report_opts *o, const struct profile *p)
 		cli_error("%s: %" PRIu64 " %s row%s whose frames do not match the id skipped "
 			  "(damaged by a crash)", o->dir, p->bad_stack_rows, PROFILE_STACKS_FILE,
 			  p->bad_stack_rows == 1 ? "" : "s");
+	if (p->repaired_stack_rows)
+		cli_error("%s: %" PRIu64 " %s row%s with a control character or an empty frame "
+			  "(not written by pmetrics) shown with '?' or %s", o->dir,
+			  p->repaired_stack_rows, PROFILE_STACKS_FILE,
+			  p->repaired_stack_rows == 1 ? "" : "s", PROFILE_NO_STACK);
 	if (p->torn_rows)
 		cli_error("%s: %" PRIu64 " file%s ended in a torn row (cut back)", o->dir,
 			  p->torn_rows, p->torn_rows == 1 ? "" : "s");
@@ -205,7 +210,7 @@ static int check_spans(const struct report_opts *o, const struct profile *p)
 }
 
 static int build(unsigned fmt, const struct profile *p, const struct report_view *v,
-		 struct out_buf *b, char *err, size_t errlen)
+		 struct out_buf *b, uint64_t *rows_skipped, char *err, size_t errlen)
 {
 	int rc;
 
@@ -219,18 +224,24 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
 		rc = profile_svg(p, v, b);
 		break;
 	default:
-		return profile_trace(p, v, b, err, errlen);
+		return profile_trace(p, v, b, rows_skipped, err, errlen);
 	}
 	if (rc)
 		snprintf(err, errlen, "out of memory");
 	return rc;
 }
 
+/* Every output is built before any file is replaced, so input that one
+ * of them cannot take (a span file the timeline cannot read) leaves an
+ * earlier report's files as they were, all of them. */
 static int write_outputs(const struct report_opts *o, const struct profile *p)
 {
+	enum { N = sizeof(formats) / sizeof(formats[0]) };
 	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
 				 .n_states = o->n_spans };
 	char err[512], path[4352];
+	struct out_buf b[N] = { 0 };
+	uint64_t skipped = 0;
 	struct output_dir *d = output_dir_open(o->out_dir ? o->out_dir : o->dir, err, sizeof(err));
 	int rc = 0;
 
@@ -238,24 +249,31 @@ static int write_outputs(const struct report_opts *o, const struct profile *p)
 		cli_error("%s", err);
 		return EXIT_RUNTIME;
 	}
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]) && rc == 0; i++) {
-		struct out_buf b = { 0 };
+	for (size_t i = 0; i < N && rc == 0; i++)
+		if ((o->formats & formats[i].fmt) &&
+		    build(formats[i].fmt, p, &v, &b[i], &skipped, err, sizeof(err)))
+			rc = EXIT_RUNTIME;
+	if (skipped)
+		cli_error("%s: %" PRIu64 " malformed row%s of its span and resource files left out "
+			  "of the timeline", o->dir, skipped, skipped == 1 ? "" : "s");
+	for (size_t i = 0; i < N && rc == 0; i++) {
 		bool was_new;
 		struct stat id;
 
 		if (!(o->formats & formats[i].fmt))
 			continue;
-		if (build(formats[i].fmt, p, &v, &b, err, sizeof(err)) ||
-		    output_dir_replace(d, formats[i].file, b.s ? b.s : "", b.len, &was_new, &id,
-				       err, sizeof(err))) {
-			cli_error("%s", err);
+		if (output_dir_replace(d, formats[i].file, b[i].s ? b[i].s : "", b[i].len, &was_new,
+				       &id, err, sizeof(err))) {
 			rc = EXIT_RUNTIME;
-		} else {
-			output_dir_file_path(d, formats[i].file, path, sizeof(path));
-			printf("wrote %s\n", path);
+			break;
 		}
-		out_free(&b);
+		output_dir_file_path(d, formats[i].file, path, sizeof(path));
+		printf("wrote %s\n", path);
 	}
+	if (rc)
+		cli_error("%s", err);
+	for (size_t i = 0; i < N; i++)
+		out_free(&b[i]);
 	output_dir_close(d);
 	return rc;
 }

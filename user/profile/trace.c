@@ -419,16 +419,20 @@ static void resource_counters(struct timeline *t, struct csv_data *d)
 		int klen = snprintf(key, sizeof(key), "%s%c%s", r.field[1], 0, r.field[2]);
 		size_t before = prev.keys.n;
 		long k = intern_add(&prev.keys, key, (size_t)klen < sizeof(key) ? (size_t)klen : sizeof(key) - 1);
-		if (k < 0)
+		if (k < 0) {
+			t->b->oom = true;
 			break;
+		}
 		double cpu = strtod(r.field[3], NULL) + strtod(r.field[4], NULL);
 		if (prev.keys.n > before) {
 			double *c = realloc(prev.cpu_s, prev.keys.n * sizeof(*c));
 			uint64_t *n = c ? realloc(prev.ns, prev.keys.n * sizeof(*n)) : NULL;
 			if (c)
 				prev.cpu_s = c;
-			if (!c || !n)
+			if (!c || !n) {
+				t->b->oom = true;
 				break;
+			}
 			prev.ns = n;
 		} else if (ns > prev.ns[k]) {
 			snprintf(pct, sizeof(pct), "%.2f",
@@ -467,7 +471,7 @@ static void other_data(struct timeline *t)
 }
 
 int profile_trace(const struct profile *p, const struct report_view *v, struct out_buf *b,
-		  char *err, size_t errlen)
+		  uint64_t *rows_skipped, char *err, size_t errlen)
 {
 	struct timeline t = { .p = p, .v = v, .b = b, .first_event = true };
 	struct csv_data mem = { 0 }, res = { 0 };
@@ -493,6 +497,7 @@ int profile_trace(const struct profile *p, const struct report_view *v, struct o
 	memory_counters(&t, &mem);
 	resource_counters(&t, &res);
 	other_data(&t);
+	*rows_skipped = t.bad_rows;
 	rc = 0;
 	if (b->oom) {
 		snprintf(err, errlen, "out of memory writing the timeline");
