@@ -38,10 +38,6 @@
 /* The largest stacks a source hands over. */
 #define SAMPLER_MAX_USER 127
 #define SAMPLER_MAX_KERNEL 64
-/* Switch-ins seen before their switch-out (the perf path's per-CPU
- * rings), kept this long. */
-#define EARLY_INS 256
-
 /* A probe as a span state on a stack. */
 struct span_match {
 	const char *state;
@@ -56,11 +52,6 @@ struct pending_off {
 	uint64_t out_ns, stack_id;
 	int n_spans;
 	const char *spans[SPAN_MAX_STATES];
-};
-
-struct early_in {
-	pid_t tid;
-	uint64_t in_ns;
 };
 
 struct sampler {
@@ -81,8 +72,6 @@ struct sampler {
 
 	struct pending_off *pending;
 	size_t n_pending, cap_pending;
-	struct early_in early[EARLY_INS];
-	size_t n_early;
 
 	pthread_t thread;
 	bool running;
@@ -510,29 +499,11 @@ static void write_sample(struct sampler *s, pid_t pid, pid_t tid, enum profile_k
 		s->off_cpu++;
 }
 
-static bool take_early_in(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t *in_ns)
-{
-	for (size_t i = 0; i < s->n_early; i++) {
-		if (s->early[i].tid != tid || s->early[i].in_ns < out_ns)
-			continue;
-		*in_ns = s->early[i].in_ns;
-		s->early[i] = s->early[--s->n_early];
-		return true;
-	}
-	return false;
-}
-
 static void keep_pending(struct sampler *s, const struct raw_sample *r, const char **states,
 			 int n_states, uint64_t stack_id)
 {
 	struct pending_off *p;
-	uint64_t in_ns;
 
-	if (take_early_in(s, r->tid, r->mono_ns, &in_ns)) {
-		write_sample(s, r->pid, r->tid, PROFILE_OFF_CPU, r->mono_ns, in_ns - r->mono_ns, states,
-			     n_states, stack_id);
-		return;
-	}
 	if (!array_grow((void **)&s->pending, &s->cap_pending, s->n_pending + 1, sizeof(*s->pending))) {
 		profile_writer_lost(s->w, PROFILE_LOSS_ROWS_NOT_WRITTEN, 1);
 		return;
@@ -543,14 +514,15 @@ static void keep_pending(struct sampler *s, const struct raw_sample *r, const ch
 	memcpy(p->spans, states, (size_t)n_states * sizeof(*states));
 }
 
-/* BPF: a thread sampled again (on the CPU, or going off it once more)
- * was back on the CPU before, so an off-CPU sample of it still waiting
- * for that return will never get it. That happens when the kernel fires
+/* Thread TID was seen on the CPU at SEEN_NS, so an off-CPU sample of it
+ * from before that still waiting for its return will never get it: it
+ * is dropped and counted, as its weight is not known. BPF: the thread
+ * was sampled again, on the CPU or going off it once more (its one ring
+ * keeps a thread's records in order); that happens when the kernel fires
  * no sched_switch for the switch back (seen on a VM whose host agent
- * thread is never seen leaving the CPU, in tracefs's own events too);
- * its wait would then last until the end of the capture, so the sample
- * is dropped and counted, as its weight is not known. One ring keeps one thread's records in
- * order; the perf_event_open path has a ring per CPU and no such gap. */
+ * thread is never seen leaving the CPU, in tracefs's own events too).
+ * Both paths: a later switch-out of the thread got its switch-in, so an
+ * earlier one lost its own. */
 static void drop_unseen_ends(struct sampler *s, pid_t tid, uint64_t seen_ns)
 {
 	for (size_t i = 0; i < s->n_pending;) {
@@ -586,21 +558,26 @@ void sampler_add(struct sampler *s, const struct raw_sample *r)
 
 void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns)
 {
-	for (size_t i = 0; i < s->n_pending; i++) {
-		struct pending_off *p = &s->pending[i];
+	size_t best = SIZE_MAX;
+	struct pending_off *p;
 
-		if (p->tid != tid || (out_ns && p->out_ns != out_ns) || p->out_ns > in_ns)
+	for (size_t i = 0; i < s->n_pending; i++) {
+		p = &s->pending[i];
+		if (p->tid != tid || p->out_ns > in_ns || (out_ns && p->out_ns != out_ns))
 			continue;
-		write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, p->out_ns, in_ns - p->out_ns, p->spans,
-			     p->n_spans, p->stack_id);
-		s->pending[i] = s->pending[--s->n_pending];
-		return;
+		if (best == SIZE_MAX || p->out_ns > s->pending[best].out_ns)
+			best = i;
 	}
-	if (out_ns)
-		return; /* its switch-out was lost: counted there */
-	if (s->n_early == EARLY_INS)
-		memmove(s->early, s->early + 1, --s->n_early * sizeof(*s->early));
-	s->early[s->n_early++] = (struct early_in){ tid, in_ns };
+	if (best == SIZE_MAX)
+		return; /* its switch-out was lost (counted there), or came before the capture */
+	p = &s->pending[best];
+	out_ns = p->out_ns;
+	write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, out_ns, in_ns - out_ns, p->spans, p->n_spans,
+		     p->stack_id);
+	*p = s->pending[--s->n_pending];
+	/* an older switch-out of the thread still waiting lost its own
+	 * switch-in (perf: a PERF_RECORD_LOST) */
+	drop_unseen_ends(s, tid, out_ns);
 }
 
 /* Threads still off the CPU at the end: off until then. */

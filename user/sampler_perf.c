@@ -30,12 +30,16 @@
 
 #include "cli.h"
 #include "sampler_unwind.h"
+#include "wall_clock.h"
 
 #define RING_DATA_PAGES 256
 #define STACK_BYTES 8192
 #define MAX_USER 127
 #define MAX_KERNEL 64
 #define TSTATE_SLOTS 1024
+/* How long after its time stamp a record may still be on its way into
+ * its ring (far more than it takes). */
+#define RECORD_WRITE_NS 2000000ull
 
 struct ring {
 	int fd;
@@ -56,8 +60,9 @@ struct perf_source {
 	struct pollfd *pfds;
 	struct { pid_t pid, tid; struct py_thread_cache cache; } tstates[TSTATE_SLOTS];
 	uint8_t *copy;            /* a record that wraps around its ring's end */
-	struct { pid_t tid; uint64_t time; } *ins; /* switch-ins of one read */
+	struct { pid_t tid; uint64_t time; } *ins; /* switch-ins not handed over yet */
 	size_t n_ins, cap_ins;
+	bool stopped;
 	uint64_t last_exec_pid, last_exec_time;
 	uint64_t fp[MAX_USER], kernel[MAX_KERNEL];
 	struct py_frame_ref py[PY_MAX_FRAMES];
@@ -394,17 +399,31 @@ static void perf_poll(struct sample_source *src, int timeout_ms)
 	for (int cpu = 0; cpu < p->ncpu; cpu++)
 		if (p->rings[cpu].fd >= 0)
 			p->pfds[n++] = (struct pollfd){ .fd = p->rings[cpu].fd, .events = POLLIN };
+	uint64_t upto;
+	size_t i;
+
 	if (timeout_ms && n)
 		poll(p->pfds, (nfds_t)n, timeout_ms);
-	p->n_ins = 0;
+	/* Every record stamped before now is in its ring by now (a record
+	 * is written where it is stamped, with interrupts off), give or take
+	 * RECORD_WRITE_NS; once stopped, every record is. */
+	upto = p->stopped ? UINT64_MAX : monotonic_ns() - RECORD_WRITE_NS;
 	for (int cpu = 0; cpu < p->ncpu; cpu++)
 		if (p->rings[cpu].fd >= 0)
 			read_ring(p, &p->rings[cpu]);
-	/* the samples first: a thread's switch-in may sit in another CPU's
-	 * ring than its switch-out */
-	qsort(p->ins, p->n_ins, sizeof(*p->ins), by_time);
-	for (size_t i = 0; i < p->n_ins; i++)
+	/* The samples first, then the switch-ins up to UPTO in time order:
+	 * a thread's switch-in sits in the ring of the CPU it came back on,
+	 * which may have been read before the ring holding its switch-out,
+	 * and then a later switch-in of it in a ring read after. A later
+	 * one waits for the next read. */
+	if (p->n_ins)
+		qsort(p->ins, p->n_ins, sizeof(*p->ins), by_time);
+	for (i = 0; i < p->n_ins && p->ins[i].time <= upto; i++)
 		sampler_back_on_cpu(p->s, p->ins[i].tid, 0, p->ins[i].time);
+	if (i) {
+		memmove(p->ins, p->ins + i, (p->n_ins - i) * sizeof(*p->ins));
+		p->n_ins -= i;
+	}
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -428,6 +447,7 @@ static void perf_stop(struct sample_source *src)
 
 	for (size_t i = 0; i < p->n_fds; i++)
 		ioctl(p->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	p->stopped = true;
 }
 
 static void perf_close(struct sample_source *src)

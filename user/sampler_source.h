@@ -54,7 +54,12 @@ struct proc_state {
 /* Names the frames of R, finds its span states and writes it (on-CPU),
  * or keeps it until its thread is back (off-CPU). */
 void sampler_add(struct sampler *s, const struct raw_sample *r);
-/* Thread TID, off the CPU since OUT_NS, came back at IN_NS. */
+/* Thread TID came back on the CPU at IN_NS, ending its off-CPU sample
+ * of OUT_NS (BPF), or (OUT_NS 0: perf_event_open, whose switch-in does
+ * not say) its latest one before IN_NS. A source without OUT_NS hands
+ * switch-ins over in time order, and only once every record up to IN_NS
+ * has been read. An older sample of the thread still waiting then lost
+ * its switch-in: it is dropped and counted. */
 void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns);
 /* Process PID exec'd: its program, interpreter and symbols changed. */
 void sampler_exec(struct sampler *s, pid_t pid);

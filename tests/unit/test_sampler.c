@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* The sampler's pure parts: --sample's rate, the qualified name of a
  * 3.8-3.10 function read from its source, and which of a sample's two
- * native walks is believed. */
+ * native walks is believed; and which switch-out a switch-in ends, on a
+ * real sampler of this process (perf_event_open, never started). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "python_stack.h"
 #include "sampler.h"
+#include "sampler_source.h"
 #include "sampler_unwind.h"
 
 static char err[512];
@@ -176,6 +181,77 @@ static void a_walk_cut_at_its_limit_is_believed(void **state)
 	assert_false(unwind_prefer_dwarf(fp, 3, true, deep, 8, false));
 }
 
+static void went_off(struct sampler *s, pid_t tid, uint64_t out_ns)
+{
+	struct raw_sample r = { .kind = PROFILE_OFF_CPU, .mono_ns = out_ns, .pid = getpid(),
+				.tid = tid, .py_status = PY_WALK_NOT_PYTHON };
+
+	sampler_add(s, &r);
+}
+
+/* The weights of the off-CPU rows of DIR's profile_samples, in file
+ * order, into W; returns how many. */
+static int off_cpu_weights(const char *dir, unsigned long long *w, int max)
+{
+	char path[256], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/profile_samples", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*[^,],%*[^,],%*[^,],off-cpu,%llu", &w[n]) == 1)
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void a_switch_in_ends_the_latest_switch_out(void **state)
+{
+	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", cmd[128], lost[256] = "";
+	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
+	unsigned long long w[8];
+	struct sampler *s;
+	FILE *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	if (sampler_open(&s, &c) != 0) {
+		rmdir(dir);
+		skip(); /* perf_event_open refused (not root?); said on stderr */
+	}
+	/* perf (no out time): two switch-outs, one switch-in after both:
+	 * it ends the second; the first lost its switch-in */
+	went_off(s, 11, 1000);
+	went_off(s, 11, 3000);
+	sampler_back_on_cpu(s, 11, 0, 4000);
+	/* a switch-in before any switch-out of its thread ends nothing */
+	went_off(s, 12, 5000);
+	sampler_back_on_cpu(s, 12, 0, 4500);
+	sampler_back_on_cpu(s, 12, 0, 7000);
+	/* BPF names the switch-out */
+	went_off(s, 13, 8000);
+	went_off(s, 13, 9000);
+	sampler_back_on_cpu(s, 13, 8000, 8500);
+	sampler_back_on_cpu(s, 13, 9000, 9900);
+	assert_int_equal(sampler_stop(s), 0);
+	sampler_close(s);
+	assert_int_equal(off_cpu_weights(dir, w, 8), 4);
+	assert_int_equal(w[0], 1000);
+	assert_int_equal(w[1], 2000);
+	assert_int_equal(w[2], 500);
+	assert_int_equal(w[3], 900);
+	snprintf(cmd, sizeof(cmd), "%s/profile_lost", dir);
+	f = fopen(cmd, "r");
+	assert_non_null(f);
+	assert_int_equal(fread(lost, 1, sizeof(lost) - 1, f) > 0, 1);
+	fclose(f);
+	assert_non_null(strstr(lost, ",off_cpu_end_unseen,1\n"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +266,7 @@ int main(void)
 		cmocka_unit_test(a_whole_chain_stands_against_a_walk_that_left_it),
 		cmocka_unit_test(repeated_addresses_each_need_their_own_place),
 		cmocka_unit_test(a_walk_cut_at_its_limit_is_believed),
+		cmocka_unit_test(a_switch_in_ends_the_latest_switch_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
