@@ -382,6 +382,7 @@ static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p
 		return r->user;
 	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len, s->dwarf,
 				SAMPLER_MAX_USER, with_python ? in_interpreter : NULL, &at);
+	unwind_take_chain_returns(s->dwarf, n_dwarf, r->user, n_fp);
 	whole = !with_python && n_dwarf > n_fp && n_fp > 0 &&
 		is_root_frame(s, r->pid, r->user[n_fp - 1]);
 	if ((with_python && n_dwarf > 0) ||

@@ -36,6 +36,17 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 		  const uint8_t *stack, size_t size, uint64_t *out, int max,
 		  bool (*stop)(uint64_t pc, void *arg), void *arg);
 
+/* A function under a uretprobe (the return side of a probe, pending)
+ * has its return address on the stack swapped for the kernel's
+ * trampoline. The kernel puts the real address back in the frame-pointer
+ * chain it walks (this machine's 6.18 does; older kernels leave the
+ * trampoline there too), but the stack copy DWARF reads holds the
+ * trampoline, and the caller of every probed function was lost from
+ * DWARF walks. Where the two walks agree on the frames around a run of
+ * differing ones that are one and the same address (the trampoline),
+ * DWARF's (N_DWARF, leaf first) take the chain's (FP, N_FP). */
+void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp);
+
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes
  * further, and, if the chain ends in a thread's first function

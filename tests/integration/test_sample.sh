@@ -252,6 +252,9 @@ native_tests() {
 	if capture "sample_burn.span" "$out" -- --sample="$HZ" --off-cpu --probe "IN_SPAN=$PROGS/sample_burn:in_span" -- \
 		"$PROGS/sample_burn" span "$SECONDS_SHORT"; then
 		expect_check "sample_burn.span.states" spans "$out" IN_SPAN in_span outside_span
+		# the probe's pending return swaps in_span's return address for
+		# the kernel's trampoline: its caller must still show
+		expect_check "sample_burn.span.caller" above "$out" in_span span 95
 		time_adds_up "sample_burn.span" "$out"
 	fi
 }

@@ -181,6 +181,29 @@ static void a_walk_cut_at_its_limit_is_believed(void **state)
 	assert_false(unwind_prefer_dwarf(fp, 3, true, deep, 8, false));
 }
 
+/* The trampoline of pending uretprobes (T) in a DWARF walk, where the
+ * kernel's chain has the real return addresses: taken from the chain
+ * when the walks agree around it, one slot or a run of them. */
+static void trampolines_take_the_chains_returns(void **state)
+{
+	const uint64_t T = 0x7fffffffe000;
+	uint64_t one[] = { 1, T, 3, 4, 5, 6 }, run[] = { 1, T, T, 4, 5 }, astray[] = { 1, T, 9, 4 },
+		 two[] = { 1, 7, 8, 4 };
+	const uint64_t fp1[] = { 1, 2, 3, 4 }, fp2[] = { 1, 2, 3, 4, 5 };
+	(void)state;
+
+	unwind_take_chain_returns(one, 6, fp1, 4);
+	assert_memory_equal(one, ((uint64_t[]){ 1, 2, 3, 4, 5, 6 }), sizeof(one));
+	unwind_take_chain_returns(run, 5, fp2, 5);
+	assert_memory_equal(run, fp2, sizeof(run));
+	/* no agreement after the run: a walk that went elsewhere is left */
+	unwind_take_chain_returns(astray, 4, fp1, 4);
+	assert_memory_equal(astray, ((uint64_t[]){ 1, T, 9, 4 }), sizeof(astray));
+	/* two different addresses are two frames the walks disagree on */
+	unwind_take_chain_returns(two, 4, fp1, 4);
+	assert_memory_equal(two, ((uint64_t[]){ 1, 7, 8, 4 }), sizeof(two));
+}
+
 static void went_off(struct sampler *s, pid_t tid, uint64_t out_ns)
 {
 	struct raw_sample r = { .kind = PROFILE_OFF_CPU, .mono_ns = out_ns, .pid = getpid(),
@@ -267,6 +290,7 @@ int main(void)
 		cmocka_unit_test(repeated_addresses_each_need_their_own_place),
 		cmocka_unit_test(a_walk_cut_at_its_limit_is_believed),
 		cmocka_unit_test(a_switch_in_ends_the_latest_switch_out),
+		cmocka_unit_test(trampolines_take_the_chains_returns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
