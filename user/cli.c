@@ -54,10 +54,12 @@ bool cli_has_control_char(const char *s)
 
 const char *cli_printable(const char *s)
 {
-	static char buf[256];
+	static _Thread_local char bufs[4][256];
+	static _Thread_local unsigned next;
+	char *buf = bufs[next++ % 4];
 	size_t i;
 
-	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+	for (i = 0; s[i] && i < sizeof(bufs[0]) - 1; i++)
 		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
 	buf[i] = '\0';
 	return buf;

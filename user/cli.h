@@ -24,7 +24,8 @@ void cli_verbose(bool on, const char *fmt, ...) __attribute__((format(printf, 2,
  * or a row; names from the command line with one are refused). */
 bool cli_has_control_char(const char *s);
 /* S for a one-line message: control characters shown as '?', cut to 255
- * bytes (a static buffer: one use per message). */
+ * bytes (static buffers, each reused at the fourth call after: up to
+ * four uses in one message). */
 const char *cli_printable(const char *s);
 
 #endif

@@ -218,3 +218,5 @@ expect_error "nothing left after --span and --kind: exit 1" 1 "none of its 105 s
 	-x "$T_TMP/none2" -- "$PMETRICS" report "$CAP" --span GETTING_CACHED_ANALYSIS --kind off-cpu -o "$T_TMP/none2"
 expect_error "bad --span name: exit 2" 2 "bad --span 'a-b'" -- "$PMETRICS" report "$CAP" --span a-b
 expect_error "no directory: exit 2" 2 "which capture directory" -- "$PMETRICS" report
+expect_error "two directories: both named, exit 2" 2 "one capture directory only: '/tmp/a1' and '/tmp/b2'" \
+	-- "$PMETRICS" report /tmp/a1 /tmp/b2
