@@ -363,6 +363,30 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	}
 }
 
+static bool is_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* The option getopt refused (BAD, as given): unknown, missing its value,
+ * or given a value it takes none of. */
+static int bad_option(const char *bad)
+{
+	for (const struct option *l = long_opts; optopt && l->name; l++) {
+		if (l->val != optopt)
+			continue;
+		if (l->has_arg == no_argument)
+			return usage("option --%s takes no value: %s", l->name, cli_printable(bad));
+		return usage("option %s needs a value", cli_printable(bad));
+	}
+	return usage("unknown option %s", cli_printable(bad));
+}
+
 int record_parse_args(int argc, char **argv, struct record_opts *o)
 {
 	int c, ret;
@@ -377,12 +401,13 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 			record_usage(stdout);
 			return -1;
 		}
-		if (c == '?' || c == ':') {
-			const char *bad = argv[optind - 1];
-			if (c == ':' || optopt >= OPT_NO_CHILDREN || (optopt && strchr("pPdo", optopt)))
-				return usage("option %s needs a value", bad);
-			return usage("unknown option %s", bad);
-		}
+		if (c == '?' || c == ':')
+			return bad_option(argv[optind - 1]);
+		/* a rate given apart would start the command to run */
+		if (c == OPT_SAMPLE && !optarg && optind < argc && is_digits(argv[optind]))
+			return usage("--sample takes its rate after '=': --sample=%s (apart, %s would "
+				     "be the command to run)", cli_printable(argv[optind]),
+				     cli_printable(argv[optind]));
 		ret = parse_one(o, c, optarg);
 		if (ret)
 			return ret;

@@ -19,6 +19,10 @@ err "no target" 2 "no target: give --pid PID or -- COMMAND" record -o "$out" --p
 err "no probes" 2 "no probes" record -o "$out" -- true
 err "both --pid and a command" 2 "either --pid or a command" record -o "$out" --pid 1 --probe S=:f -- true
 err "unknown option" 2 "unknown option --frobnicate" record --frobnicate
+err "a flag given a value" 2 "option --off-cpu takes no value: --off-cpu=yes" record -o "$out" --off-cpu=yes -- true
+err "an option without its value" 2 "option --pid needs a value" record -o "$out" --pid
+err "--sample's rate apart" 2 "--sample takes its rate after '=': --sample=99 \\(apart, 99 would be the command" \
+	record -o "$out" --sample 99 -- true
 err "unknown command" 2 "unknown command 'recrod'" recrod
 
 t_begin "usage errors create no output directory"
