@@ -49,6 +49,11 @@ int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
 		snprintf(err, errlen, "no process with PID %d: check the PID (pidof NAME)", pid);
 		return -1;
 	}
+	/* its own probes would fire on the calls it makes to record them */
+	if (pid == getpid()) {
+		snprintf(err, errlen, "--pid %d is this pmetrics itself: give the target's PID", pid);
+		return -1;
+	}
 	state = process_state(pid);
 	if (state == 'Z' || state == 'X' || state == 0) {
 		snprintf(err, errlen, "process %d has exited (state %c)", pid, state ? state : '?');

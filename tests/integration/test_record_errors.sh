@@ -33,6 +33,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 err "no such PID" 1 "no process with PID 4194000" record -o "$out" --pid 4194000 --probe S=:f
+expect_error "--pid of pmetrics itself" 1 "--pid [0-9]+ is this pmetrics itself" \
+	-- bash -c 'exec "$0" record -o "$1" --duration 2s --probe S=libc.so.6:clock_gettime --pid $$' \
+	"$PMETRICS" "$out"
 err "symbol not found lists close names" 1 "no function 'pm_sleep' in .*close names: .*pm_sleep_ms" \
 	record -o "$out" --probe S=:pm_sleep -- "$SP" first
 err "binary not mapped by the target" 1 "libnothere.so is not a library found for" \
