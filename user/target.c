@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "proc_stat.h"
 
 static int open_pidfd(pid_t pid)
@@ -69,16 +70,41 @@ int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
 	return 0;
 }
 
-/* execvp's PATH search, done up front so probes can be placed on the
- * file before the child runs. */
-static int find_in_path(const char *cmd, char *out, size_t len)
+/* Why FILE cannot be run; NULL when it can. */
+static const char *not_runnable(const char *file)
 {
-	const char *path = getenv("PATH");
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		return strerror(errno);
+	if (S_ISDIR(st.st_mode))
+		return "it is a directory";
+	if (!S_ISREG(st.st_mode))
+		return "it is not a regular file";
+	if (access(file, X_OK) != 0)
+		return "it is not executable (chmod +x?)";
+	return NULL;
+}
+
+/* execvp's PATH search, done up front so probes can be placed on the
+ * file before the child runs (like execvp, a directory or a file that
+ * cannot be run is passed over). 0, or -1 with the reason in ERR. */
+static int find_in_path(const char *cmd, char *out, size_t len, char *err, size_t errlen)
+{
+	const char *path = getenv("PATH"), *why;
 	char dir[4096];
 
+	if (!*cmd) {
+		snprintf(err, errlen, "empty command after --: give the program to run");
+		return -1;
+	}
 	if (strchr(cmd, '/')) {
-		if (!realpath(cmd, out) || access(out, X_OK) != 0)
+		why = not_runnable(cmd);
+		if (why || !realpath(cmd, out)) {
+			snprintf(err, errlen, "cannot run %s: %s", cli_printable(cmd),
+				 why ? why : strerror(errno));
 			return -1;
+		}
 		return 0;
 	}
 	if (!path)
@@ -86,10 +112,11 @@ static int find_in_path(const char *cmd, char *out, size_t len)
 	while (*path) {
 		size_t n = strcspn(path, ":");
 		snprintf(dir, sizeof(dir), "%.*s/%s", (int)n, n ? path : ".", cmd);
-		if (access(dir, X_OK) == 0 && realpath(dir, out) && strlen(out) < len)
+		if (!not_runnable(dir) && realpath(dir, out) && strlen(out) < len)
 			return 0;
 		path += n + (path[n] == ':');
 	}
+	snprintf(err, errlen, "command not found: %s (give a path or check PATH)", cli_printable(cmd));
 	return -1;
 }
 
@@ -114,10 +141,8 @@ int target_launch(struct target *t, char *const argv[], char *err, size_t errlen
 
 	target_init(t);
 	t->launched = true;
-	if (find_in_path(argv[0], t->exe, sizeof(t->exe)) != 0) {
-		snprintf(err, errlen, "command not found: %s (give a path or check PATH)", argv[0]);
+	if (find_in_path(argv[0], t->exe, sizeof(t->exe), err, errlen) != 0)
 		return -1;
-	}
 	target_view_own(&t->view, t->exe);
 	if (pipe2(release, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));

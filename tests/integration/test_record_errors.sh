@@ -44,6 +44,11 @@ err "absolute binary missing" 1 "binary /no/such/bin: No such file" \
 	record -o "$out" --probe S=/no/such/bin:f -- "$SP" first
 err "command not found" 1 "command not found: no-such-command-xyz" \
 	record -o "$out" --probe S=:f -- no-such-command-xyz
+: >"$T_TMP/not-executable"
+err "command not executable" 1 "cannot run .*/not-executable: it is not executable" \
+	record -o "$out" --probe S=:f -- "$T_TMP/not-executable"
+err "command is a directory" 1 "cannot run /tmp: it is a directory" record -o "$out" --probe S=:f -- /tmp
+err "empty command" 1 "empty command after --" record -o "$out" --probe S=:f -- ""
 err "--btf file missing" 1 "cannot read --btf /no/btf" \
 	record -o "$out" --btf /no/btf --probe S=:pm_first -- "$SP" first
 
