@@ -514,13 +514,24 @@ static void resources_discard(struct session *s)
 	s->res = NULL;
 }
 
+/* The wait for the next poll: POLL_INTERVAL_MS, or less to stop at END. */
+static int poll_wait_ms(uint64_t end)
+{
+	uint64_t now = monotonic_ns(), left_ms;
+
+	if (!end)
+		return POLL_INTERVAL_MS;
+	left_ms = end > now ? (end - now + 999999) / 1000000 : 0;
+	return left_ms < POLL_INTERVAL_MS ? (int)left_ms : POLL_INTERVAL_MS;
+}
+
 static const char *capture_loop(struct session *s)
 {
 	uint64_t start = monotonic_ns(), last_flush = start;
 	uint64_t end = s->opts->duration_ns ? start + s->opts->duration_ns : 0;
 
 	for (;;) {
-		ring_buffer__poll(s->rb, POLL_INTERVAL_MS);
+		ring_buffer__poll(s->rb, poll_wait_ms(end));
 		drain(s);
 		uint64_t now = monotonic_ns();
 		if (now - last_flush >= FLUSH_INTERVAL_NS) {
@@ -751,6 +762,28 @@ static void stop_launched_command(struct session *s)
 	kill(s->target.pid, SIGTERM);
 	for (int i = 0; i < 50 && !target_reap(&s->target); i++)
 		usleep(20000);
+	if (s->target.pid > 0)
+		cli_error("the command (PID %d) is still running 1 s after SIGTERM: left running "
+			  "(kill -KILL %d ends it)", s->target.pid, s->target.pid);
+}
+
+/* WHY the capture ended, with how a launched command ended when that
+ * was why (its exit status or its signal). */
+static const char *ended_why(const struct session *s, const char *why)
+{
+	static char buf[96];
+	int st = s->target.exit_status;
+
+	if (strcmp(why, "target exited") != 0 || !s->target.launched || s->target.pid != 0)
+		return why;
+	if (WIFSIGNALED(st))
+		snprintf(buf, sizeof(buf), "%s (killed by signal %d, %s)", why, WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else if (WIFEXITED(st) && WEXITSTATUS(st))
+		snprintf(buf, sizeof(buf), "%s (exit status %d)", why, WEXITSTATUS(st));
+	else
+		return why;
+	return buf;
 }
 
 /* ---- --resources without probes: no span tracer at all --------------- */
@@ -820,7 +853,7 @@ static const char *resources_only_loop(struct session *s)
 
 static int run_resources_only(struct session *s)
 {
-	uint64_t started;
+	uint64_t started, elapsed;
 	const char *why;
 
 	if (setup_resources_only(s)) {
@@ -832,9 +865,9 @@ static int run_resources_only(struct session *s)
 	started = monotonic_ns();
 	resources_begin(s);
 	why = resources_only_loop(s);
+	elapsed = monotonic_ns() - started;
 	stop_launched_command(s);
-	fprintf(stderr, "pmetrics: %s after %.2fs\n", why,
-		(double)(monotonic_ns() - started) / 1e9);
+	fprintf(stderr, "pmetrics: %s after %.2fs\n", ended_why(s, why), (double)elapsed / 1e9);
 	return resources_finish(s) | sampling_finish(s);
 }
 
@@ -842,7 +875,7 @@ int record_run(const struct record_opts *opts)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	const char *why;
-	uint64_t started;
+	uint64_t started, elapsed;
 	int ret = 1;
 
 	if (!s) {
@@ -868,6 +901,7 @@ int record_run(const struct record_opts *opts)
 	resources_begin(s);
 	started = monotonic_ns();
 	why = capture_loop(s);
+	elapsed = monotonic_ns() - started;
 	drain(s);
 	/* before a launched command is stopped, whose open calls would
 	 * otherwise count as dying with their thread */
@@ -876,7 +910,7 @@ int record_run(const struct record_opts *opts)
 	int flushed = csv_file_flush(s->csv);
 	if (flushed && !s->write_error)
 		s->write_error = -flushed;
-	print_summary(s, why, monotonic_ns() - started);
+	print_summary(s, ended_why(s, why), elapsed);
 	if (s->write_error)
 		report_write_error(s);
 	ret = s->write_error ? 1 : 0;

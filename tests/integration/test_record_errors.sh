@@ -85,3 +85,17 @@ if mount -t tmpfs -o size=64k tmpfs "$mnt" 2>/dev/null; then
 	then t_pass; else t_fail "rc $rc, $total lines, $whole whole: $(grep pmetrics "$T_TMP/err" | tail -1)"; fi
 	umount "$mnt"
 else t_skip "cannot mount a tmpfs here"; fi
+
+t_begin "how a started command ended is in the summary: exit status, signal"
+"$PMETRICS" record -o "$T_TMP/st" --probe S=libc.so.6:getpid -- sh -c 'exit 7' 2>"$T_TMP/err1" >/dev/null
+"$PMETRICS" record -o "$T_TMP/st" --probe S=libc.so.6:getpid -- sh -c 'kill -SEGV $$' 2>"$T_TMP/err2" >/dev/null
+if grep -q "target exited (exit status 7) after" "$T_TMP/err1" &&
+	grep -q "target exited (killed by signal 11, " "$T_TMP/err2"
+then t_pass; else t_fail "$(head -n 1 "$T_TMP/err1") / $(head -n 1 "$T_TMP/err2")"; fi
+
+t_begin "a started command that ignores SIGTERM is named, not left silently"
+"$PMETRICS" record -o "$T_TMP/st" --duration 200ms --probe S=libc.so.6:getpid -- \
+	bash -c 'trap "" TERM; sleep 5 & wait' 2>"$T_TMP/err" >/dev/null
+left=$(sed -n 's/.*the command (PID \([0-9]*\)) is still running 1 s after SIGTERM: left running.*/\1/p' "$T_TMP/err")
+if [ -n "$left" ] && kill -0 "$left" 2>/dev/null; then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
+[ -n "$left" ] && kill -KILL "$left" 2>/dev/null
