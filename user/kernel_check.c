@@ -2,6 +2,7 @@
 /* Learning what the kernel can do; see kernel_check.h. */
 #include "kernel_check.h"
 #include "bpf_loader.h"
+#include "span_engine.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -384,6 +385,7 @@ void kernel_check_probe(struct kernel_facts *f)
 	f->btf = bpf_loader_btf();
 	f->root = may_load_bpf();
 	f->initial_userns = in_initial_user_namespace();
+	f->initial_pidns = !span_engine_in_pidns(&(uint64_t){ 0 }, &(uint64_t){ 0 });
 	f->perf_events = try_perf_events();
 	if (!f->root) {
 		f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter =
@@ -618,6 +620,10 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 	}
 	if (test && strcmp(test, "1") == 0) {
 		snprintf(why, sizeof(why), "PMETRICS_TEST_PERF_FALLBACK=1");
+	} else if (!f->initial_pidns) {
+		/* its events carry the numbers of the namespace that opened them */
+		snprintf(why, sizeof(why), "pmetrics runs in a PID namespace, and the BPF sampler "
+			 "names processes as the whole system does");
 	} else if (f->perf_event_bpf == 1 && f->bpf_loop == 1) {
 		return set(r, CAPABILITY_OK, "bpf");
 	} else if (f->perf_event_bpf == 1) {

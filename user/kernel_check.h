@@ -49,6 +49,7 @@ struct kernel_facts {
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
 	bool initial_userns;   /* in the initial user namespace, where those count */
+	bool initial_pidns;    /* in the initial PID namespace, whose numbers BPF sees */
 };
 
 /* Probes the kernel; bpf_loader_init() must have run. The test uprobe

@@ -257,6 +257,19 @@ native_tests() {
 		expect_check "sample_burn.span.caller" above "$out" in_span span 95
 		time_adds_up "sample_burn.span" "$out"
 	fi
+
+	# in a PID namespace the BPF sampler's numbers are the whole
+	# system's: sampling goes by perf_event_open, which uses pmetrics'
+	t_begin "sample_burn.pidns: samples in a PID namespace of pmetrics' own"
+	if unshare --pid --fork --mount-proc true 2>/dev/null; then
+		out=$(fresh_dir)
+		unshare --pid --fork --mount-proc "$PMETRICS" record --sample="$HZ" -o "$out" -- \
+			"$PROGS/sample_burn" span 1 >"$T_TMP/pidns.log" 2>&1
+		n=$(grep -c ',on-cpu,' "$out/profile_samples" 2>/dev/null)
+		if [ "${n:-0}" -ge $((HZ / 2)) ] && grep -q "taken by perf_event_open" "$T_TMP/pidns.log" &&
+			grep -q "runs in a PID namespace" "$T_TMP/pidns.log"
+		then t_pass; else t_fail "${n:-0} samples: $(grep -E 'profile|sampling' "$T_TMP/pidns.log")"; fi
+	else t_skip "unshare --pid is not allowed here"; fi
 }
 
 # ---- bad input ---------------------------------------------------------------------

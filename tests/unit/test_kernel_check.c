@@ -29,7 +29,7 @@ static void all_works(struct kernel_facts *f)
 	f->perf_event_bpf = f->perf_events = f->bpf_loop = 1;
 	f->uprobe_multi = f->uprobe_session = 1;
 	f->btf = KERNEL_BTF_OWN;
-	f->root = f->initial_userns = true;
+	f->root = f->initial_userns = f->initial_pidns = true;
 }
 
 static void expect(const struct capability_report *caps, enum capability c,
@@ -188,6 +188,22 @@ static void without_bpf_loop_sampling_falls_back(void **state)
 	expect(caps, CAP_NATIVE_SPANS, CAPABILITY_OK, NULL, NULL);
 }
 
+/* In a PID namespace the BPF sampler's numbers (the whole system's)
+ * are not pmetrics' own: perf_event_open names processes as pmetrics
+ * does, so sampling goes that way, saying why. */
+static void in_a_pid_namespace_sampling_uses_perf_event_open(void **state)
+{
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	(void)state;
+	all_works(&f);
+	f.initial_pidns = false;
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_SAMPLING, CAPABILITY_DEGRADED, "runs in a PID namespace", NULL);
+	expect(caps, CAP_NATIVE_SPANS, CAPABILITY_OK, NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +215,7 @@ int main(void)
 		cmocka_unit_test(without_btf_children_are_followed_less_exactly),
 		cmocka_unit_test(without_uprobe_sessions_python_steps_trap_twice),
 		cmocka_unit_test(without_bpf_loop_sampling_falls_back),
+		cmocka_unit_test(in_a_pid_namespace_sampling_uses_perf_event_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
