@@ -67,6 +67,12 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 	const char *eq = strchr(arg, '=');
 
 	memset(out, 0, sizeof(*out));
+	/* first: every message below shows ARG as given */
+	if (cli_has_control_char(arg)) {
+		snprintf(err, errlen, "bad --probe '%s': it holds a control character (shown as ?)",
+			 cli_printable(arg));
+		return -1;
+	}
 	if (!eq) {
 		snprintf(err, errlen, "bad --probe '%s': expected STATE=TARGET, "
 			 "e.g. ANALYZING_PROTOCOL=/opt/app/bin/server:analyze_protocol", arg);
@@ -77,11 +83,6 @@ int probe_spec_parse(const char *arg, struct probe_spec *out, char *err, size_t 
 		snprintf(err, errlen, "bad state name '%.*s' in --probe '%s': use letters, "
 			 "digits and _ only (at most %d), e.g. ANALYZING_PROTOCOL",
 			 (int)(eq - arg), arg, arg, PROBE_STATE_MAX - 1);
-		return -1;
-	}
-	if (cli_has_control_char(arg)) {
-		snprintf(err, errlen, "bad --probe '%s': it holds a control character (shown as ?)",
-			 cli_printable(arg));
 		return -1;
 	}
 	if (copy_part(out->target, sizeof(out->target), eq + 1, strlen(eq + 1))) {

@@ -71,6 +71,12 @@ static void rejects_control_characters(void **state)
 	assert_null(strchr(err, '\n'));
 	assert_int_equal(probe_spec_parse("S=/opt/a\tb:f", &spec, err, sizeof(err)), -1);
 	assert_int_equal(probe_spec_parse("S=/opt/a b:f", &spec, err, sizeof(err)), 0);
+	/* in the state name, and with no '=' at all: an escape sequence
+	 * would reach the terminal */
+	assert_int_equal(probe_spec_parse("A\033[31m=:main", &spec, err, sizeof(err)), -1);
+	assert_null(strchr(err, '\033'));
+	assert_int_equal(probe_spec_parse("NO\033EQUALS", &spec, err, sizeof(err)), -1);
+	assert_null(strchr(err, '\033'));
 }
 
 static void durations(void **state)
