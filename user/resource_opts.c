@@ -169,16 +169,20 @@ static int parse_log_level(const char *v, struct resource_opts *opts, char *err,
 	return -1;
 }
 
-int resource_opts_from_env(struct resource_opts *opts, char *err, size_t errlen)
+/* The tracker's variables but those a flag replaces (FILTERS_GIVEN,
+ * INTERVAL_GIVEN), which are neither read nor judged. */
+static int from_env(struct resource_opts *opts, bool filters_given, bool interval_given,
+		    char *err, size_t errlen)
 {
 	const char *v;
 
 	set_defaults(opts);
 	if ((v = getenv(ENV_PREFIX "ENABLED")) && parse_enabled(v, opts, err, errlen))
 		return -1;
-	if ((v = getenv(ENV_PREFIX "PROCESS_FILTERS")) && parse_filters(v, opts, err, errlen))
+	if (!filters_given && (v = getenv(ENV_PREFIX "PROCESS_FILTERS")) &&
+	    parse_filters(v, opts, err, errlen))
 		return -1;
-	if ((v = getenv(ENV_PREFIX "REFRESH_INTERVAL")) &&
+	if (!interval_given && (v = getenv(ENV_PREFIX "REFRESH_INTERVAL")) &&
 	    parse_interval(ENV_PREFIX "REFRESH_INTERVAL", v, false, opts, err, errlen))
 		return -1;
 	if ((v = getenv(ENV_PREFIX "STORAGE_DIR")) && parse_storage_dir(v, opts, err, errlen))
@@ -186,6 +190,11 @@ int resource_opts_from_env(struct resource_opts *opts, char *err, size_t errlen)
 	if ((v = getenv(ENV_PREFIX "LOGGING_LEVEL")) && parse_log_level(v, opts, err, errlen))
 		return -1;
 	return 0;
+}
+
+int resource_opts_from_env(struct resource_opts *opts, char *err, size_t errlen)
+{
+	return from_env(opts, false, false, err, errlen);
 }
 
 int resource_opts_add_filter(struct resource_opts *opts, const char *glob,
@@ -224,7 +233,7 @@ int resource_opts_set_interval(struct resource_opts *opts, const char *text,
 int resource_opts_for_record(struct resource_opts *opts, const char *const *filters,
 			     int n_filters, double interval_s, char *err, size_t errlen)
 {
-	if (resource_opts_from_env(opts, err, errlen) != 0)
+	if (from_env(opts, n_filters > 0, interval_s > 0, err, errlen) != 0)
 		return -1;
 	opts->enabled = true;
 	for (int i = 0; i < n_filters; i++)
