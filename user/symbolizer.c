@@ -17,7 +17,10 @@
 
 /* A process's mappings are read again on a miss at most this often: an
  * address outside every mapping is often a broken frame-pointer chain,
- * not a library loaded since. */
+ * not a library loaded since. An address in memory that is no file
+ * counts as a miss too: a library loaded since may sit where anonymous
+ * memory was (a freed allocator arena) when the mappings were read, and
+ * the frame would stay unnamed, and cut a stack there, to the end. */
 #define MAPS_REREAD_NS 250000000ull
 
 struct func_sym {
@@ -375,6 +378,12 @@ static int map_index(const struct proc_entry *p, uint64_t addr)
 	return lo < p->n && p->maps[lo].start <= addr ? lo : -1;
 }
 
+/* Whether M maps a file (not anonymous memory, the stack, [vdso]...). */
+static bool in_file(const struct proc_map *m)
+{
+	return m->path[0] == '/' && m->ino;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -398,7 +407,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 	if (!p)
 		return;
 	i = map_index(p, look);
-	if (i < 0 && now_ns() - p->read_ns >= MAPS_REREAD_NS) {
+	if ((i < 0 || !in_file(&p->maps[i])) && now_ns() - p->read_ns >= MAPS_REREAD_NS) {
 		read_maps(p);
 		i = map_index(p, look);
 	}
@@ -407,7 +416,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 	m = &p->maps[i];
 	out->mapped = true;
 	snprintf(out->module, sizeof(out->module), "%s", m->path[0] ? base_name(m->path) : "[anon]");
-	if (m->path[0] != '/' || !m->ino)
+	if (!in_file(m))
 		return;
 	out->in_file = true;
 	out->dev = m->dev;
