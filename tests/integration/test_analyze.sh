@@ -45,6 +45,13 @@ gzip -c "$T_TMP/d.jsonl" >"$T_TMP/d.jsonl.gz"
 "$PMETRICS" analyze --versions 8.2.0,8.1.0 - <"$T_TMP/d.jsonl" >"$T_TMP/stdin" 2>/dev/null
 if cmp -s "$T_TMP/gz" "$T_TMP/want" && cmp -s "$T_TMP/stdin" "$T_TMP/want"; then t_pass; else t_fail "differs"; fi
 
+t_begin "a file given twice (or by another name) is read once, and said"
+ln -sf "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl" "$T_TMP/d.jsonl" \
+	>"$T_TMP/twice" 2>"$T_TMP/twice.err"
+if cmp -s "$T_TMP/twice" "$T_TMP/want" && [ "$(grep -c 'again: read once' "$T_TMP/twice.err")" -eq 2 ]
+then t_pass; else t_fail "$(cat "$T_TMP/twice.err"; diff "$T_TMP/want" "$T_TMP/twice" | head -5)"; fi
+
 t_begin "n = 29: process keys with fewer than 30 samples are dropped; n = 30 kept"
 "$PY" "$GEN" 29 0.5 >"$T_TMP/d29.jsonl"; "$PY" "$GEN" 30 0.5 >"$T_TMP/d30.jsonl"
 "$PMETRICS" analyze "$T_TMP/d29.jsonl" >"$T_TMP/o29" 2>/dev/null

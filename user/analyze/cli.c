@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "jsparse.h"
 #include "model.h"
@@ -281,6 +282,26 @@ static int parse_args(struct cli *c, int argc, char **argv)
 	return build_rules(c) ? -1 : 1;
 }
 
+/* Whether input I names a file an earlier input named too (the same
+ * file, or a directory and its series): read twice, every sample would
+ * count twice. Said once per such input. */
+static bool given_before(const struct cli *c, int i)
+{
+	struct stat st, prev;
+
+	if (strcmp(c->inputs[i], "-") == 0 || stat(c->inputs[i], &st) != 0)
+		return false;
+	for (int j = 0; j < i; j++) {
+		if (strcmp(c->inputs[j], "-") == 0 || stat(c->inputs[j], &prev) != 0 ||
+		    prev.st_dev != st.st_dev || prev.st_ino != st.st_ino)
+			continue;
+		fprintf(stderr, "pmetrics: analyze: %s is %s again: read once\n",
+			cli_printable(c->inputs[i]), cli_printable(c->inputs[j]));
+		return true;
+	}
+	return false;
+}
+
 static int run(struct cli *c)
 {
 	struct version_result *results = NULL;
@@ -290,7 +311,8 @@ static int run(struct cli *c)
 	c->cfg.points_per_key = c->svg ? SVG_POINTS_PER_KEY : 0;
 	a = analysis_new(&c->cfg);
 	for (i = 0; i < c->n_inputs; i++)
-		analyze_read_input(a, c->inputs[i]);
+		if (!given_before(c, i))
+			analyze_read_input(a, c->inputs[i]);
 	analysis_print_skips(a, stderr);
 	if (a->samples == 0) {
 		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events with appMode ODD, or a memory series (-v names skipped lines)\n");
