@@ -42,6 +42,8 @@ static void check_usage(FILE *out)
 "  following children  the target's child processes traced too\n"
 "  span context        robot_context_resources (needs the kernel's struct layout: BTF)\n"
 "  resource series     system_resource_data and memory_series_data (--resources)\n"
+"  CPU sampling        --sample and --off-cpu: by BPF, or by perf_event_open in\n"
+"                      user space where the kernel runs no BPF on perf events\n"
 "\n"
 "Options:\n"
 "  -p, --pid PID   also describe a process: its executable and, for a Python\n"
@@ -89,7 +91,12 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 			o->pid = (pid_t)v;
 			break;
 		case 'j': o->json = true; break;
-		case 'b': o->btf_path = optarg; break;
+		case 'b':
+			if (!*optarg)
+				return usage_error("check", "empty --btf: give the path of this "
+						   "kernel's BTF file");
+			o->btf_path = optarg;
+			break;
 		case 'v': o->verbose = true; break;
 		case 'h': check_usage(stdout); return -1;
 		default:

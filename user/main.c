@@ -48,8 +48,24 @@ static void usage(FILE *out)
 "  pmetrics --version\n");
 }
 
+/* ARGV[0] as a command with its arguments; -1 when it names none. */
+static int run_command(int argc, char **argv)
+{
+	if (strcmp(argv[0], "record") == 0)
+		return record_main(argc, argv);
+	if (strcmp(argv[0], "analyze") == 0)
+		return analyze_main(argc, argv);
+	if (strcmp(argv[0], "check") == 0)
+		return check_main(argc, argv);
+	if (strcmp(argv[0], "report") == 0)
+		return report_main(argc, argv);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
+	int rc;
+
 	if (open_standard_fds())
 		return 1;
 	pmetrics_start_ns = monotonic_ns();
@@ -57,14 +73,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	if (strcmp(argv[1], "record") == 0)
-		return record_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "analyze") == 0)
-		return analyze_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "check") == 0)
-		return check_main(argc - 1, argv + 1);
-	if (strcmp(argv[1], "report") == 0)
-		return report_main(argc - 1, argv + 1);
+	rc = run_command(argc - 1, argv + 1);
+	if (rc >= 0)
+		return rc;
+	/* help COMMAND: that command's own help */
+	if (strcmp(argv[1], "help") == 0 && argc > 2) {
+		char help[] = "--help";
+
+		rc = run_command(2, (char *[]){ argv[2], help, NULL });
+		if (rc >= 0)
+			return rc;
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);

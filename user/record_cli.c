@@ -338,6 +338,8 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 			return usage("bad --python-hook '%s': use calls or coroutines", arg);
 		return 0;
 	case OPT_BTF:
+		if (!*arg)
+			return usage("empty --btf: give the path of this kernel's BTF file");
 		o->btf_path = arg;
 		return 0;
 	case OPT_RINGBUF:
@@ -362,6 +364,14 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	default:
 		return usage("unknown option");
 	}
+}
+
+static bool has_python_probe(const struct record_opts *o)
+{
+	for (int i = 0; i < o->n_probes; i++)
+		if (o->probes[i].kind == PROBE_PYTHON)
+			return true;
+	return false;
 }
 
 static bool is_digits(const char *s)
@@ -421,6 +431,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		return usage("no target: give --pid PID or -- COMMAND [ARGS...]");
 	if (o->n_probes == 0 && !o->resources && !o->sample_hz && !o->off_cpu)
 		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
+	if (o->python_hook != PYTHON_HOOK_DEFAULT && !has_python_probe(o))
+		return usage("--python-hook chooses what py: probes trap, and none is given: add "
+			     "--probe STATE=py:MODULE:QUALNAME or drop --python-hook");
 	ret = check_resource_options(o);
 	if (!o->output_dir)
 		o->output_dir = DEFAULT_OUTPUT_DIR;

@@ -21,6 +21,9 @@ err "both --pid and a command" 2 "either --pid or a command" record -o "$out" --
 err "unknown option" 2 "unknown option --frobnicate" record --frobnicate
 err "a flag given a value" 2 "option --off-cpu takes no value: --off-cpu=yes" record -o "$out" --off-cpu=yes -- true
 err "an option without its value" 2 "option --pid needs a value" record -o "$out" --pid
+err "--python-hook without a py: probe" 2 "--python-hook chooses what py: probes trap, and none is given" \
+	record -o "$out" --python-hook calls --probe S=:f -- true
+err "empty --btf" 2 "empty --btf" record -o "$out" --btf "" --probe S=:f -- true
 err "--sample's rate apart" 2 "--sample takes its rate after '=': --sample=99 \\(apart, 99 would be the command" \
 	record -o "$out" --sample 99 -- true
 err "unknown command" 2 "unknown command 'recrod'" recrod
