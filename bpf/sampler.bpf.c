@@ -96,8 +96,9 @@ struct {
  * (its free nodes sit in per-CPU lists, and a CPU whose list is empty
  * takes from the shared ones by evicting), and a thread whose entry went
  * would never be seen back on the CPU. Every entry leaves at its
- * thread's next switch-in; a thread's last switch-out, on exit, makes
- * none (exiting). */
+ * thread's next switch-in; a thread's switch-outs once it is exiting
+ * make none (exiting). A switch-out with no room for its entry is
+ * counted and not sampled: its end would never be known. */
 struct off_start {
 	__u64 out_ns;
 	__u32 tid;
@@ -111,7 +112,9 @@ struct {
 	__type(value, struct off_start);
 } off_starts SEC(".maps");
 
-/* Tasks past sched_process_exit: their last switch-out is not a wait. */
+/* Tasks past sched_process_exit, until their task_struct is freed (an
+ * address a new task may reuse): their switch-outs, the last one and any
+ * preemption before it, are no waits. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
@@ -410,6 +413,7 @@ static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct off_start *back = bpf_map_lookup_elem(&off_starts, &next);
+	struct off_start st = { .out_ns = now, .tid = (__u32)id };
 
 	if (back) {
 		struct sampler_switch_in *r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
@@ -427,15 +431,14 @@ static __always_inline int on_switch(void *ctx, __u64 prev, __u64 next)
 	}
 	if (!tgid || !traced(tgid))
 		return 0;
-	if (bpf_map_lookup_elem(&exiting, &prev)) {
-		bpf_map_delete_elem(&exiting, &prev);
+	if (bpf_map_lookup_elem(&exiting, &prev))
+		return 0;
+	if (bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY)) {
+		count(SAMPLER_CNT_SWITCH_TABLE_FULL);
 		return 0;
 	}
-	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, NULL) == 0) {
-		struct off_start st = { .out_ns = now, .tid = (__u32)id };
-
-		bpf_map_update_elem(&off_starts, &prev, &st, BPF_ANY);
-	}
+	if (take_sample(ctx, SAMPLER_OFF_CPU, now, id, NULL))
+		bpf_map_delete_elem(&off_starts, &prev);
 	return 0;
 }
 
@@ -455,6 +458,20 @@ int off_cpu_raw(struct bpf_raw_tracepoint_args *ctx)
 	return on_switch(ctx, ctx->args[1], ctx->args[2]);
 }
 
+/* Tells the loader that process TGID exec'd or ended (TYPE). */
+static __always_inline void say_process(__u32 type, __u32 tgid)
+{
+	struct sampler_process *r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+
+	if (!r) {
+		count(SAMPLER_CNT_RINGBUF_FULL);
+		return;
+	}
+	r->type = type;
+	r->pid = tgid;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sampler_task_exit, struct task_struct *task)
 {
@@ -470,7 +487,17 @@ int BPF_PROG(sampler_task_exit, struct task_struct *task)
 	if (last_thread(task)) {
 		bpf_map_delete_elem(&traced_tgids, &tgid);
 		bpf_map_delete_elem(&py_procs, &tgid);
+		say_process(SAMPLER_REC_EXIT, tgid);
 	}
+	return 0;
+}
+
+SEC("raw_tp/sched_process_free")
+int BPF_PROG(sampler_task_free, struct task_struct *task)
+{
+	__u64 key = (__u64)task;
+
+	bpf_map_delete_elem(&exiting, &key);
 	return 0;
 }
 
@@ -490,18 +517,10 @@ SEC("raw_tp/sched_process_exec")
 int BPF_PROG(sampler_task_exec)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct sampler_exec *r;
 
 	if (!traced(tgid))
 		return 0;
 	bpf_map_delete_elem(&py_procs, &tgid);
-	r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
-	if (!r) {
-		count(SAMPLER_CNT_RINGBUF_FULL);
-		return 0;
-	}
-	r->type = SAMPLER_REC_EXEC;
-	r->pid = tgid;
-	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	say_process(SAMPLER_REC_EXEC, tgid);
 	return 0;
 }

@@ -29,7 +29,8 @@
 enum sampler_record {
 	SAMPLER_REC_SAMPLE = 1, /* struct sampler_sample */
 	SAMPLER_REC_SWITCH_IN,  /* struct sampler_switch_in */
-	SAMPLER_REC_EXEC,       /* struct sampler_exec */
+	SAMPLER_REC_EXEC,       /* struct sampler_process */
+	SAMPLER_REC_EXIT,       /* struct sampler_process */
 };
 
 enum sampler_kind { SAMPLER_ON_CPU, SAMPLER_OFF_CPU };
@@ -67,10 +68,10 @@ struct sampler_switch_in {
 	__u64 out_ns, in_ns;
 };
 
-/* A traced process ran execve: its old address space, interpreter and
- * symbols are gone. */
-struct sampler_exec {
-	__u32 type;
+/* A traced process ran execve (its old address space, interpreter and
+ * symbols are gone), or its last thread exited. */
+struct sampler_process {
+	__u32 type;           /* SAMPLER_REC_EXEC or SAMPLER_REC_EXIT */
 	__u32 pid;
 };
 

@@ -24,8 +24,10 @@
 #include "symbolizer.h"
 #include "wall_clock.h"
 
-/* A process without an interpreter after this long is a native one. */
+/* A process without an interpreter after this long is a native one,
+ * looked at again this often (a libpython loaded later with dlopen). */
 #define PROC_SETTLE_NS 1000000000ull
+#define NATIVE_LOOK_AGAIN_NS 5000000000ull
 /* How long an exec'd program that needs a libpython is waited for to map
  * it, and how often it is looked at meanwhile. */
 #define EXEC_MAP_WAIT_NS 100000000ull
@@ -279,10 +281,22 @@ struct proc_state *sampler_proc(struct sampler *s, pid_t pid)
 		if (!p)
 			return NULL;
 		look_at(s, p, now);
-	} else if (p->kind == PROC_UNKNOWN && now - p->last_look_ns >= PROC_LOOK_EVERY_NS) {
+	} else if ((p->kind == PROC_UNKNOWN && now - p->last_look_ns >= PROC_LOOK_EVERY_NS) ||
+		   (p->kind == PROC_NATIVE && now - p->last_look_ns >= NATIVE_LOOK_AGAIN_NS)) {
 		look_at(s, p, now);
 	}
 	return p;
+}
+
+void sampler_exit(struct sampler *s, pid_t pid)
+{
+	struct proc_state *p = find_proc(s, pid);
+
+	symbolizer_forget(s->sym, pid);
+	python_names_forget(s->names, pid);
+	unwinder_forget(s->unw, pid);
+	if (p)
+		*p = s->procs[--s->n_procs];
 }
 
 void sampler_exec(struct sampler *s, pid_t pid)
@@ -705,6 +719,13 @@ uint64_t sampler_period_ns(const struct sampler *s)
 	return s->period_ns;
 }
 
+/* Whether loss reason R counts samples written all the same (their
+ * stack unread or cut), not samples lost. */
+static bool kept_damaged(int r)
+{
+	return r == PROFILE_LOSS_STACK_UNREADABLE || r == PROFILE_LOSS_STACK_TRUNCATED;
+}
+
 void sampler_summary(const struct sampler *s, FILE *out)
 {
 	uint64_t lost = 0;
@@ -718,13 +739,19 @@ void sampler_summary(const struct sampler *s, FILE *out)
 	fprintf(out, ", %llu with Python frames; taken by %s\n", (unsigned long long)s->with_python,
 		s->cfg.use_bpf ? "BPF" : "perf_event_open");
 	for (int r = 0; r < PROFILE_LOSS_MAX; r++)
-		lost += profile_writer_lost_count(s->w, r);
+		lost += kept_damaged(r) ? 0 : profile_writer_lost_count(s->w, r);
 	fprintf(out, "  profile samples lost: %llu", (unsigned long long)lost);
-	for (int r = 0; r < PROFILE_LOSS_MAX; r++) {
-		uint64_t n = profile_writer_lost_count(s->w, r);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *sep = pass ? "; kept with a damaged stack: " : ", ";
 
-		if (n)
-			fprintf(out, ", %llu %s", (unsigned long long)n, profile_loss_name(r));
+		for (int r = 0; r < PROFILE_LOSS_MAX; r++) {
+			uint64_t n = profile_writer_lost_count(s->w, r);
+
+			if (!n || kept_damaged(r) != pass)
+				continue;
+			fprintf(out, "%s%llu %s", sep, (unsigned long long)n, profile_loss_name(r));
+			sep = ", ";
+		}
 	}
 	fprintf(out, "\n");
 }

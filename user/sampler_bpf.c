@@ -99,10 +99,14 @@ static int on_record(void *ctx, void *data, size_t size)
 		const struct sampler_switch_in *e = data;
 
 		sampler_back_on_cpu(b->s, (pid_t)e->tid, e->out_ns, e->in_ns);
-	} else if (*type == SAMPLER_REC_EXEC && size >= sizeof(struct sampler_exec)) {
-		const struct sampler_exec *e = data;
+	} else if (*type == SAMPLER_REC_EXEC && size >= sizeof(struct sampler_process)) {
+		const struct sampler_process *e = data;
 
 		sampler_exec(b->s, (pid_t)e->pid);
+	} else if (*type == SAMPLER_REC_EXIT && size >= sizeof(struct sampler_process)) {
+		const struct sampler_process *e = data;
+
+		sampler_exit(b->s, (pid_t)e->pid);
 	}
 	return 0;
 }
@@ -190,6 +194,8 @@ static void bpf_final_losses(struct sample_source *src)
 	int fd = bpf_map__fd(bpf_object__find_map_by_name(b->obj, "counters"));
 
 	sampler_lost(b->s, PROFILE_LOSS_RINGBUF_FULL, percpu_counter_sum(fd, SAMPLER_CNT_RINGBUF_FULL));
+	sampler_lost(b->s, PROFILE_LOSS_OFF_CPU_UNTRACKED,
+		     percpu_counter_sum(fd, SAMPLER_CNT_SWITCH_TABLE_FULL));
 }
 
 static void bpf_close(struct sample_source *src)
@@ -268,6 +274,7 @@ static int attach_tracepoints(struct bpf_source *b)
 		{ "sampler_task_exit", "the thread-exit tracepoint" },
 		{ "sampler_task_fork", "the fork tracepoint" },
 		{ "sampler_task_exec", "the exec tracepoint" },
+		{ "sampler_task_free", "the task-free tracepoint" },
 	};
 	const char *sw = switch_program(sampler_config(b->s)->off_cpu);
 

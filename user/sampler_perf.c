@@ -62,6 +62,8 @@ struct perf_source {
 	uint8_t *copy;            /* a record that wraps around its ring's end */
 	struct { pid_t tid; uint64_t time; } *ins; /* switch-ins not handed over yet */
 	size_t n_ins, cap_ins;
+	struct { pid_t pid; uint64_t time; } *exits; /* processes ended, not let go yet */
+	size_t n_exits, cap_exits;
 	bool stopped;
 	uint64_t last_exec_pid, last_exec_time;
 	uint64_t fp[MAX_USER], kernel[MAX_KERNEL];
@@ -337,10 +339,18 @@ static void on_record(struct perf_source *p, const struct perf_event_header *h)
 		}
 		break;
 	case PERF_RECORD_EXIT: /* pid, ppid, tid, ptid, time */
-		if (len >= 16) {
+		if (len >= 24) {
 			memcpy(&pid, b, 4);
 			memcpy(&tid, b + 8, 4);
+			memcpy(&time, b + 16, 8);
 			forget_tstate(p, (pid_t)pid, (pid_t)tid);
+			/* the process's main thread: once every record up to
+			 * its time has been read, the process is let go */
+			if (pid == tid && array_grow((void **)&p->exits, &p->cap_exits, p->n_exits + 1,
+						     sizeof(*p->exits))) {
+				p->exits[p->n_exits].pid = (pid_t)pid;
+				p->exits[p->n_exits++].time = time;
+			}
 		}
 		break;
 	case PERF_RECORD_COMM:
@@ -370,8 +380,13 @@ static void read_ring(struct perf_source *p, struct ring *r)
 		struct perf_event_header *h = (struct perf_event_header *)(r->data + at);
 		size_t size = h->size;
 
-		if (size < sizeof(*h) || size > head - tail)
+		if (size < sizeof(*h) || size > head - tail) {
+			/* not a record the kernel writes: what is left of
+			 * the ring cannot be parsed; dropped, counted */
+			sampler_lost(p->s, PROFILE_LOSS_PERF_LOST, 1);
+			tail = head;
 			break;
+		}
 		if (at + size > r->size) {
 			/* wraps around: put it together */
 			memcpy(p->copy, r->data + at, r->size - at);
@@ -424,6 +439,14 @@ static void perf_poll(struct sample_source *src, int timeout_ms)
 		memmove(p->ins, p->ins + i, (p->n_ins - i) * sizeof(*p->ins));
 		p->n_ins -= i;
 	}
+	for (i = 0; i < p->n_exits;) {
+		if (p->exits[i].time > upto) {
+			i++;
+			continue;
+		}
+		sampler_exit(p->s, p->exits[i].pid);
+		p->exits[i] = p->exits[--p->n_exits];
+	}
 }
 
 /* ---- life cycle ------------------------------------------------------------ */
@@ -466,6 +489,7 @@ static void perf_close(struct sample_source *src)
 	free(p->pfds);
 	free(p->copy);
 	free(p->ins);
+	free(p->exits);
 	free(p);
 }
 

@@ -63,6 +63,10 @@ void sampler_add(struct sampler *s, const struct raw_sample *r);
 void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns);
 /* Process PID exec'd: its program, interpreter and symbols changed. */
 void sampler_exec(struct sampler *s, pid_t pid);
+/* Process PID ended, every sample of it handed over: what is known of
+ * it (symbols, its DWARF unwinder, Python names) is let go, or a long
+ * capture of a program that starts many children would keep it all. */
+void sampler_exit(struct sampler *s, pid_t pid);
 /* What is known of PID, looked at now if it is not known yet (at most
  * every 50 ms). NULL when out of memory. */
 struct proc_state *sampler_proc(struct sampler *s, pid_t pid);

@@ -284,10 +284,26 @@ bad_input() {
 		"$PMETRICS" record -o "$T_TMP/never.target" --sample
 }
 
+# A native process that loads a libpython with dlopen() after the sampler
+# took it for a native one (1.5 s of C, then 7 s of Python): its Python
+# frames show once it is looked at again (every 5 s).
+python_found_late() {
+	local py lib out
+	py=$(interpreter 3.12)
+	lib="${py%/bin/*}/lib/libpython3.12.so.1.0"
+	t_begin "py_late"
+	if [ -z "$py" ] || [ ! -e "$lib" ]; then t_skip "no pyenv CPython 3.12 with its libpython"; return; fi
+	out=$(fresh_dir)
+	capture "py_late" "$out" "PYTHONHOME=${py%/bin/*}" -- --sample="$HZ" -- \
+		"$PROGS/py_late" "$lib" 1.5 7 || return
+	expect_check "py_late.found" above "$out" late_work "<module>" 95
+}
+
 bad_input
 if [ "$(id -u)" -ne 0 ]; then t_begin sampling; t_skip "needs root"; exit 0; fi
 if [ ! -x "$PROGS/sample_burn" ]; then t_fail "no $PROGS/sample_burn: make check builds it"; exit 0; fi
 native_tests
+python_found_late
 python_tests 10
 python_tests 12
 python_tests 13

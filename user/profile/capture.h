@@ -72,7 +72,8 @@ int profile_kind_parse(const char *s, size_t len, enum profile_kind *out);
 	X(STACK_TRUNCATED, "stack_truncated", "stacks cut at their root end to fit a row") \
 	X(NOT_INTERNED, "not_interned", "samples dropped: their stack could not be stored") \
 	X(ROWS_NOT_WRITTEN, "rows_not_written", "sample rows not written (disk full or file size limit)") \
-	X(OFF_CPU_END_UNSEEN, "off_cpu_end_unseen", "off-CPU samples dropped: their thread's return to the CPU was not seen")
+	X(OFF_CPU_END_UNSEEN, "off_cpu_end_unseen", "off-CPU samples dropped: their thread's return to the CPU was not seen") \
+	X(OFF_CPU_UNTRACKED, "off_cpu_untracked", "off-CPU samples not taken: more threads off the CPU at once than pmetrics tracks")
 
 #define PROFILE_LOSS_ENUM(id, name, text) PROFILE_LOSS_##id,
 enum profile_loss {
