@@ -105,6 +105,8 @@ expect_error "bad option: --aggregate without a key" 2 'REGEX=KEY' -- \
 expect_error "bad option: --drop with a bad regular expression" 2 "bad regular expression '\\('" -- \
 	"$PMETRICS" analyze --drop '(' "$T_TMP/d.jsonl"
 expect_error "bad option: no input" 2 'no input given' -- "$PMETRICS" analyze
+expect_error "--svg into a missing directory: said before any analysis is printed" 1 \
+	'cannot write --svg /nonexistent/t.svg' -- "$PMETRICS" analyze --svg /nonexistent/t.svg "$T_TMP/d.jsonl"
 
 t_begin "options after the inputs are options, even with POSIXLY_CORRECT set"
 rm -f "$T_TMP/after.svg"

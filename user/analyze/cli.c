@@ -6,11 +6,13 @@
 #include "analyze.h"
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "jsparse.h"
 #include "model.h"
@@ -302,12 +304,30 @@ static bool given_before(const struct cli *c, int i)
 	return false;
 }
 
+/* Whether --svg's directory takes a new file: checked before any input is
+ * read, so a mistyped path is not found only after the analysis. */
+static bool svg_dir_writable(const char *svg)
+{
+	char dir[4096];
+	const char *slash = strrchr(svg, '/');
+
+	if (!slash)
+		return access(".", W_OK) == 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - svg) + (slash == svg), svg);
+	return access(dir, W_OK) == 0;
+}
+
 static int run(struct cli *c)
 {
 	struct version_result *results = NULL;
 	struct analysis *a;
 	int i, rc = 0;
 
+	if (c->svg && !svg_dir_writable(c->svg)) {
+		fprintf(stderr, "pmetrics: analyze: cannot write --svg %s: %s (its directory must "
+			"exist and be writable)\n", cli_printable(c->svg), strerror(errno));
+		return 1;
+	}
 	c->cfg.points_per_key = c->svg ? SVG_POINTS_PER_KEY : 0;
 	a = analysis_new(&c->cfg);
 	for (i = 0; i < c->n_inputs; i++)
