@@ -199,11 +199,24 @@ static int add_preset(struct record_opts *o, const char *name)
 	return ret;
 }
 
+static bool is_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
 static int parse_pid(const char *arg, pid_t *pid)
 {
 	char *end;
 	long v;
 
+	/* digits only: strtol would also take " 1" and "+1" */
+	if (!is_digits(arg))
+		return -1;
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || v <= 0 || v > 4194304)
@@ -372,16 +385,6 @@ static bool has_python_probe(const struct record_opts *o)
 		if (o->probes[i].kind == PROBE_PYTHON)
 			return true;
 	return false;
-}
-
-static bool is_digits(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (*s < '0' || *s > '9')
-			return false;
-	return true;
 }
 
 /* The option getopt refused (BAD, as given): unknown, missing its value,

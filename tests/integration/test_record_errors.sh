@@ -21,6 +21,7 @@ err "both --pid and a command" 2 "either --pid or a command" record -o "$out" --
 err "unknown option" 2 "unknown option --frobnicate" record --frobnicate
 err "a flag given a value" 2 "option --off-cpu takes no value: --off-cpu=yes" record -o "$out" --off-cpu=yes -- true
 err "an option without its value" 2 "option --pid needs a value" record -o "$out" --pid
+err "a --pid that is not all digits" 2 "bad --pid '\\+1'" record -o "$out" --pid +1 --probe S=:f
 err "--python-hook without a py: probe" 2 "--python-hook chooses what py: probes trap, and none is given" \
 	record -o "$out" --python-hook calls --probe S=:f -- true
 err "empty --btf" 2 "empty --btf" record -o "$out" --btf "" --probe S=:f -- true
