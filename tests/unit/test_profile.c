@@ -463,8 +463,9 @@ static void foreign_rows(void **state)
 	write_file(dir, "profile_stacks", rows, "w");
 	snprintf(samples, sizeof(samples),
 		 "1,1,1,on-cpu,%s,,%s\n2,1,1,on-cpu,%s,,%s\n3,1,1,on-cpu,%s,,%s\n"
-		 "4,1,1,on-cpu,10,,%s\n5,1,1,on-cpu,10,,%s\n6,1,1,on-cpu,9223372036854775808,,%s\n",
-		 big, nl, big, nl, big, nl, empty_frame, none, none);
+		 "4,1,1,on-cpu,10,,%s\n5,1,1,on-cpu,10,,%s\n6,1,1,on-cpu,9223372036854775808,,%s\n"
+		 "9223372036854775808,1,1,on-cpu,10,,%s\n",
+		 big, nl, big, nl, big, nl, empty_frame, none, none, none);
 	write_file(dir, "profile_samples", samples, "w");
 	snprintf(samples, sizeof(samples), "1,ringbuf_full,%s\n2,ringbuf_full,%s\n"
 		 "3,ringbuf_full,5\n4,ringbuf_full,18446744073709551615\n", big, big);
@@ -472,7 +473,7 @@ static void foreign_rows(void **state)
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.repaired_stack_rows, 3);
 	assert_int_equal(p.bad_stack_rows, 0);
-	assert_int_equal(p.bad_rows, 2); /* the weight and the count past INT64_MAX */
+	assert_int_equal(p.bad_rows, 3); /* the weight, the time and the count past INT64_MAX */
 	assert_int_equal(p.n_samples, 5);
 	assert_true(p.losses[0].count == UINT64_MAX);
 	assert_true(profile_lost_total(&p) == UINT64_MAX);

@@ -243,7 +243,7 @@ static int take_sample(struct profile *p, const struct csv_data *d, const struct
 	uint64_t id;
 	long stack, set;
 
-	if (r->n != 7 || parse_u64(r->field[0], r->len[0], &s.time_ns) ||
+	if (r->n != 7 || parse_i64_range(r->field[0], r->len[0], &s.time_ns) ||
 	    parse_u32(r->field[1], r->len[1], &s.pid) ||
 	    parse_u32(r->field[2], r->len[2], &s.tid) ||
 	    profile_kind_parse(r->field[3], r->len[3], &s.kind) ||
@@ -320,7 +320,7 @@ static int load_losses(const char *dir, struct profile *p, char *err, size_t err
 		return -1;
 	p->torn_rows += d.torn_bytes > 0;
 	while (csv_data_next(&d, &r)) {
-		if (r.n != 3 || parse_u64(r.field[0], r.len[0], &t) ||
+		if (r.n != 3 || parse_i64_range(r.field[0], r.len[0], &t) ||
 		    !reason_ok(r.field[1], r.len[1]) || parse_i64_range(r.field[2], r.len[2], &count)) {
 			p->bad_rows++;
 			continue;
