@@ -222,6 +222,12 @@ json=$("$PMETRICS" analyze "$out" 2>&1); arc=$?
 if [ $arc -eq 0 ] && [ "$polls" -ge 2 ] && grep -q "\"sampleSize\": $polls," <<<"$json"; then t_pass
 else t_fail "rc $arc, $polls polls: $(head -c 300 <<<"$json")"; fi
 
+# the directory and its series file name one input: read once
+t_begin memory_series_given_twice_is_read_once
+json=$("$PMETRICS" analyze "$out" "$out/memory_series_data" 2>"$T_TMP/twice.err"); arc=$?
+if [ $arc -eq 0 ] && grep -q "\"sampleSize\": $polls," <<<"$json" && grep -q "again: read once" "$T_TMP/twice.err"
+then t_pass; else t_fail "rc $arc: $(cat "$T_TMP/twice.err"; head -c 300 <<<"$json")"; fi
+
 # The burner is still running: its counters are still, so they must
 # equal /proc's exactly, up to one tick of rounding (0.01 s).
 t_begin record_cpu_matches_proc

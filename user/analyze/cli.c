@@ -287,15 +287,27 @@ static int parse_args(struct cli *c, int argc, char **argv)
 /* Whether input I names a file an earlier input named too (the same
  * file, or a directory and its series): read twice, every sample would
  * count twice. Said once per such input. */
+static int read_file_stat(const char *arg, struct stat *st)
+{
+	char series[4096];
+
+	if (strcmp(arg, "-") == 0 || stat(arg, st) != 0)
+		return -1;
+	if (!S_ISDIR(st->st_mode))
+		return 0;
+	snprintf(series, sizeof(series), "%s/memory_series_data", arg);
+	return stat(series, st);
+}
+
 static bool given_before(const struct cli *c, int i)
 {
 	struct stat st, prev;
 
-	if (strcmp(c->inputs[i], "-") == 0 || stat(c->inputs[i], &st) != 0)
+	if (read_file_stat(c->inputs[i], &st) != 0)
 		return false;
 	for (int j = 0; j < i; j++) {
-		if (strcmp(c->inputs[j], "-") == 0 || stat(c->inputs[j], &prev) != 0 ||
-		    prev.st_dev != st.st_dev || prev.st_ino != st.st_ino)
+		if (read_file_stat(c->inputs[j], &prev) != 0 || prev.st_dev != st.st_dev ||
+		    prev.st_ino != st.st_ino)
 			continue;
 		fprintf(stderr, "pmetrics: analyze: %s is %s again: read once\n",
 			cli_printable(c->inputs[i]), cli_printable(c->inputs[j]));
