@@ -17,10 +17,10 @@
 
 /* A process's mappings are read again on a miss at most this often: an
  * address outside every mapping is often a broken frame-pointer chain,
- * not a library loaded since. An address in memory that is no file
- * counts as a miss too: a library loaded since may sit where anonymous
- * memory was (a freed allocator arena) when the mappings were read, and
- * the frame would stay unnamed, and cut a stack there, to the end. */
+ * not a library loaded since. An address in unnamed anonymous memory
+ * counts as a miss too: a library loaded since may sit where such memory
+ * was (a freed allocator arena) when the mappings were read, and the
+ * frame would stay unnamed, and cut a stack there, to the end. */
 #define MAPS_REREAD_NS 250000000ull
 
 struct func_sym {
@@ -346,9 +346,13 @@ static void read_maps(struct proc_entry *p)
 	if (n < 0)
 		return;
 	drop_maps(p);
+	p->files = calloc(n ? (size_t)n : 1, sizeof(*p->files));
+	if (!p->files) {
+		proc_maps_free(maps, n);
+		return;
+	}
 	p->maps = maps;
 	p->n = n;
-	p->files = calloc(n ? (size_t)n : 1, sizeof(*p->files));
 }
 
 static struct proc_entry *proc_of(struct symbolizer *s, pid_t pid)
@@ -407,7 +411,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 	if (!p)
 		return;
 	i = map_index(p, look);
-	if ((i < 0 || !in_file(&p->maps[i])) && now_ns() - p->read_ns >= MAPS_REREAD_NS) {
+	if ((i < 0 || !p->maps[i].path[0]) && now_ns() - p->read_ns >= MAPS_REREAD_NS) {
 		read_maps(p);
 		i = map_index(p, look);
 	}
