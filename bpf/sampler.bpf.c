@@ -498,6 +498,9 @@ int BPF_PROG(sampler_task_free, struct task_struct *task)
 	__u64 key = (__u64)task;
 
 	bpf_map_delete_elem(&exiting, &key);
+	/* a final switch-out that went unmarked (its mark evicted): a new
+	 * task at this address must not end it */
+	bpf_map_delete_elem(&off_starts, &key);
 	return 0;
 }
 

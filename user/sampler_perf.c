@@ -17,6 +17,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "proc_stat.h"
 #include "sampler_unwind.h"
 #include "wall_clock.h"
 
@@ -399,6 +401,36 @@ static void read_ring(struct perf_source *p, struct ring *r)
 	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+/* Whether every thread of process PID has ended: gone, or left as a
+ * zombie for its parent. Its main thread's exit record alone does not
+ * say so (pthread_exit() in main, an exec from another thread). */
+static bool threads_ended(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	bool ended = true;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return true;
+	while (ended && (d = readdir(dir))) {
+		struct proc_stat st;
+		int fd;
+
+		if (d->d_name[0] == '.')
+			continue;
+		fd = openat(dirfd(dir), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ended = fd < 0 || proc_stat_read_at(fd, &st) != 0 || st.state == 'Z' ||
+			st.state == 'X';
+		if (fd >= 0)
+			close(fd);
+	}
+	closedir(dir);
+	return ended;
+}
+
 static int by_time(const void *a, const void *b)
 {
 	const struct { pid_t tid; uint64_t time; } *x = a, *y = b;
@@ -444,7 +476,8 @@ static void perf_poll(struct sample_source *src, int timeout_ms)
 			i++;
 			continue;
 		}
-		sampler_exit(p->s, p->exits[i].pid);
+		if (threads_ended(p->exits[i].pid))
+			sampler_exit(p->s, p->exits[i].pid);
 		p->exits[i] = p->exits[--p->n_exits];
 	}
 }
