@@ -7,6 +7,7 @@
 
 #include "analyze/analyze.h"
 #include "check.h"
+#include "cli.h"
 #include "profile/report.h"
 #include "record.h"
 #include "wall_clock.h"
@@ -83,6 +84,9 @@ int main(int argc, char **argv)
 		rc = run_command(2, (char *[]){ argv[2], help, NULL });
 		if (rc >= 0)
 			return rc;
+		fprintf(stderr, "pmetrics: no command '%s' to help with: use record, check, "
+			"analyze or report\n", cli_printable(argv[2]));
+		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
