@@ -57,6 +57,13 @@ capture() {
 	return 1
 }
 
+# kernel_at_least MAJOR MINOR: whether this kernel is that version or newer.
+kernel_at_least() {
+	local v
+	v=$(uname -r | awk -F'[.-]' '{ print $1 * 1000 + $2 }')
+	[ "$v" -ge $(($1 * 1000 + $2)) ]
+}
+
 # expect_check NAME CHECK-ARGS...: `sample_check.py CHECK-ARGS` passes; its
 # verdict is shown either way.
 expect_check() {
@@ -253,8 +260,14 @@ native_tests() {
 		"$PROGS/sample_burn" span "$SECONDS_SHORT"; then
 		expect_check "sample_burn.span.states" spans "$out" IN_SPAN in_span outside_span
 		# the probe's pending return swaps in_span's return address for
-		# the kernel's trampoline: its caller must still show
-		expect_check "sample_burn.span.caller" above "$out" in_span span 95
+		# the kernel's trampoline: its caller must still show. Kernels
+		# before 6.11 leave the trampoline in their chain too.
+		if kernel_at_least 6 11; then
+			expect_check "sample_burn.span.caller" above "$out" in_span span 95
+		else
+			t_begin "sample_burn.span.caller"
+			t_skip "Linux $(uname -r) leaves the uretprobe trampoline in its frame-pointer chain (before 6.11)"
+		fi
 		time_adds_up "sample_burn.span" "$out"
 	fi
 
@@ -266,7 +279,7 @@ native_tests() {
 		unshare --pid --fork --mount-proc "$PMETRICS" record --sample="$HZ" -o "$out" -- \
 			"$PROGS/sample_burn" span 1 >"$T_TMP/pidns.log" 2>&1
 		n=$(grep -c ',on-cpu,' "$out/profile_samples" 2>/dev/null)
-		if [ "${n:-0}" -ge $((HZ / 2)) ] && grep -q "taken by perf_event_open" "$T_TMP/pidns.log" &&
+		if [ "${n:-0}" -ge 10 ] && grep -q "taken by perf_event_open" "$T_TMP/pidns.log" &&
 			grep -q "runs in a PID namespace" "$T_TMP/pidns.log"
 		then t_pass; else t_fail "${n:-0} samples: $(grep -E 'profile|sampling' "$T_TMP/pidns.log")"; fi
 	else t_skip "unshare --pid is not allowed here"; fi
