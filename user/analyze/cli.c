@@ -284,9 +284,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
 	return build_rules(c) ? -1 : 1;
 }
 
-/* Whether input I names a file an earlier input named too (the same
- * file, or a directory and its series): read twice, every sample would
- * count twice. Said once per such input. */
+/* The file ARG is read from: itself, or a directory's series. */
 static int read_file_stat(const char *arg, struct stat *st)
 {
 	char series[4096];
@@ -299,6 +297,9 @@ static int read_file_stat(const char *arg, struct stat *st)
 	return stat(series, st);
 }
 
+/* Whether input I names a file an earlier input named too (the same
+ * file, or a directory and its series): read twice, every sample would
+ * count twice. Said once per such input. */
 static bool given_before(const struct cli *c, int i)
 {
 	struct stat st, prev;
