@@ -287,14 +287,11 @@ static int parse_args(struct cli *c, int argc, char **argv)
 /* The file ARG is read from: itself, or a directory's series. */
 static int read_file_stat(const char *arg, struct stat *st)
 {
-	char series[4096];
+	char path[4096];
 
-	if (strcmp(arg, "-") == 0 || stat(arg, st) != 0)
+	if (strcmp(arg, "-") == 0 || analyze_input_path(arg, path, sizeof(path)) < 0)
 		return -1;
-	if (!S_ISDIR(st->st_mode))
-		return 0;
-	snprintf(series, sizeof(series), "%s/memory_series_data", arg);
-	return stat(series, st);
+	return stat(path, st);
 }
 
 /* Whether input I names a file an earlier input named too (the same

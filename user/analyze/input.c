@@ -91,40 +91,52 @@ static int fail(struct analysis *a, const char *fmt, const char *what, const cha
 	return -1;
 }
 
-/* Resolves ARG to the file to open; a directory means its series. */
-static int resolve_path(struct analysis *a, const char *arg, char **path, char **header)
+int analyze_input_path(const char *arg, char *path, size_t size)
 {
 	struct stat st;
-	size_t n = strlen(arg);
+
+	if (stat(arg, &st) != 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(path, size, "%s", arg);
+		return 0;
+	}
+	snprintf(path, size, "%s/memory_series_data", arg);
+	return 1;
+}
+
+/* Resolves ARG to the file to open and its header file; a directory
+ * means its series. */
+static int resolve_path(struct analysis *a, const char *arg, char **path, char **header)
+{
+	size_t n = strlen(arg) + 40;
+	int is_dir;
 
 	*path = *header = NULL;
 	if (strcmp(arg, "-") == 0)
 		return 0;
-	if (stat(arg, &st) != 0)
-		return fail(a, "pmetrics: analyze: cannot open %s: %s; check the path\n", arg,
-			    strerror(errno));
-	*path = malloc(n + 40);
-	*header = malloc(n + 60);
+	*path = malloc(n);
+	*header = malloc(n + 8);
 	if (!*path || !*header) {
 		free(*path);
 		free(*header);
+		*path = *header = NULL;
 		return fail(a, "pmetrics: analyze: %s: %s\n", arg, "out of memory");
 	}
-	if (S_ISDIR(st.st_mode)) {
-		snprintf(*path, n + 40, "%s/memory_series_data", arg);
-		snprintf(*header, n + 60, "%s/memory_series_data_headers", arg);
-		if (access(*path, R_OK) != 0) {
-			fprintf(stderr, "pmetrics: analyze: %s has no readable memory_series_data; pass a capture directory written by pmetrics, or an export file\n",
-				arg);
-			a->input_errors++;
-			free(*path);
-			free(*header);
-			return -1;
-		}
-	} else {
-		snprintf(*path, n + 40, "%s", arg);
-		snprintf(*header, n + 60, "%s_headers", arg);
+	is_dir = analyze_input_path(arg, *path, n);
+	if (is_dir < 0 || (is_dir && access(*path, R_OK) != 0)) {
+		if (is_dir < 0)
+			fail(a, "pmetrics: analyze: cannot open %s: %s; check the path\n", arg,
+			     strerror(errno));
+		else
+			fail(a, "pmetrics: analyze: %s has no readable %s; pass a capture directory written by pmetrics, or an export file\n",
+			     arg, "memory_series_data");
+		free(*path);
+		free(*header);
+		*path = *header = NULL;
+		return -1;
 	}
+	snprintf(*header, n + 8, "%s_headers", *path);
 	return 0;
 }
 

@@ -96,4 +96,10 @@ size_t series_process_name(const char *cmd, size_t len, char *out);
  * a->input_errors). */
 int analyze_read_input(struct analysis *a, const char *arg);
 
+/* The file ARG's data is read from: ARG itself, or for a capture
+ * directory its memory_series_data. Written into PATH (SIZE bytes);
+ * returns 1 for a directory, 0 for a file, -1 when ARG cannot be
+ * stat'ed (errno set). */
+int analyze_input_path(const char *arg, char *path, size_t size);
+
 #endif
