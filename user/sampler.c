@@ -83,6 +83,7 @@ struct sampler {
 
 	/* counts for the summary */
 	uint64_t on_cpu, off_cpu, with_python, procs_seen;
+	size_t procs_most; /* processes held at once, the ended let go */
 
 	/* one sample's frames, root first */
 	struct native_frame native[SAMPLER_MAX_USER];
@@ -244,6 +245,8 @@ static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
 	p->pid = pid;
 	p->first_seen_ns = now;
 	s->procs_seen++;
+	if (s->n_procs > s->procs_most)
+		s->procs_most = s->n_procs;
 	return p;
 }
 
@@ -738,6 +741,9 @@ void sampler_summary(const struct sampler *s, FILE *out)
 		fprintf(out, ", %llu off-CPU", (unsigned long long)s->off_cpu);
 	fprintf(out, ", %llu with Python frames; taken by %s\n", (unsigned long long)s->with_python,
 		s->cfg.use_bpf ? "BPF" : "perf_event_open");
+	if (s->procs_seen > 1)
+		fprintf(out, "  profile: %llu processes seen, at most %zu held at once (an ended one is let go)\n",
+			(unsigned long long)s->procs_seen, s->procs_most);
 	for (int r = 0; r < PROFILE_LOSS_MAX; r++)
 		lost += kept_damaged(r) ? 0 : profile_writer_lost_count(s->w, r);
 	fprintf(out, "  profile samples lost: %llu", (unsigned long long)lost);

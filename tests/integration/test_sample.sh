@@ -312,10 +312,28 @@ python_found_late() {
 	expect_check "py_late.found" above "$out" late_work "<module>" 95
 }
 
+# A shell that runs 30 short burners one after another, by both ways: each
+# child is let go when it ends, so pmetrics holds the shell, the running
+# child and at most a few not yet let go (it held all 31 when it kept
+# every process to the end of the capture).
+ended_processes_let_go() {
+	local way out seen most
+	for way in bpf perf; do
+		out=$(fresh_dir)
+		capture "ended.$way" "$out" "$(source_env "$way")" -- --sample=999 -- \
+			sh -c "for i in \$(seq 30); do '$PROGS/sample_burn' span 0.05; done" || continue
+		t_begin "ended.$way.let_go: 30 children, at most 5 held at once"
+		read -r seen most < <(sed -n 's/.* \([0-9]*\) processes seen, at most \([0-9]*\) held.*/\1 \2/p' "$out.err")
+		if [ "${seen:-0}" -ge 25 ] && [ "${most:-99}" -le 5 ]; then t_pass
+		else t_fail "seen ${seen:-?}, held at once ${most:-?}: $(grep 'profile:' "$out.err" | tr '\n' ' ')"; fi
+	done
+}
+
 bad_input
 if [ "$(id -u)" -ne 0 ]; then t_begin sampling; t_skip "needs root"; exit 0; fi
 if [ ! -x "$PROGS/sample_burn" ]; then t_fail "no $PROGS/sample_burn: make check builds it"; exit 0; fi
 native_tests
+ended_processes_let_go
 python_found_late
 python_tests 10
 python_tests 12
