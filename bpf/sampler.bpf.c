@@ -248,8 +248,9 @@ static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at, stru
 	__u64 *out, sp;
 	__u32 n;
 
-	if (!regs ||
-	    at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) + 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+	if (!regs || at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
+				  8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES) +
+				  sizeof(struct sampler_return) * SAMPLER_RETURNS)
 		return 0;
 	out = (__u64 *)(dst + at);
 	n = user_regs(regs, out);
@@ -295,6 +296,43 @@ static __always_inline __u64 user_leaf(void *ctx)
 }
 #endif
 
+#ifndef PMETRICS_NO_BTF
+/* The current thread's pending uretprobes, innermost first (the kernel's
+ * list order), written at S's packed offset AT, with the trampoline
+ * they return to; include/sampler_event.h says why. Returns the bytes
+ * written. */
+static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sampler_return *out;
+	struct return_instance *ri;
+	__u32 n;
+
+	if (!bpf_core_field_exists(task->utask) ||
+	    at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
+			 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+		return 0;
+	ri = BPF_CORE_READ(task, utask, return_instances);
+	if (!ri)
+		return 0;
+	s->e.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	out = (struct sampler_return *)((__u8 *)s->e.py + at);
+	for (n = 0; n < SAMPLER_RETURNS && ri; n++) {
+		out[n].stack = BPF_CORE_READ(ri, stack);
+		out[n].ret = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	s->e.n_returns = n;
+	return n * sizeof(*out);
+}
+#else
+/* Without BTF the kernel's record of them cannot be found. */
+static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
+{
+	return 0;
+}
+#endif
+
 /* Whether user address IP is in interpreter P. */
 static __always_inline bool in_interpreter(__u64 ip, const struct py_proc *p)
 {
@@ -337,7 +375,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 user_ip = interrupted ? PT_REGS_IP(interrupted) : 0;
-	bool stack_copy = false;
+	bool native_stack = false, stack_copy = false;
 	__u64 size, leaf;
 	__u8 *packed;
 	long n;
@@ -351,6 +389,8 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	s->e.tid = tid;
 	s->e.stack_len = 0;
 	s->e.n_regs = 0;
+	s->e.n_returns = 0;
+	s->e.trampoline = 0;
 	python_stack(s, py, id);
 	n_py = s->e.n_py;
 	if (n_py > PY_MAX_FRAMES)
@@ -372,6 +412,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 		n = bpf_get_stack(ctx, packed + at, 8 * SAMPLER_USER_FRAMES, BPF_F_USER_STACK);
 		s->e.n_user = stack_frames(n);
 		at += stack_bytes(n, 8 * SAMPLER_USER_FRAMES);
+		native_stack = true;
 		stack_copy = copy_stacks;
 	}
 	if (!user_ip) {
@@ -381,6 +422,8 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	} else {
 		s->e.n_kernel = 0;
 	}
+	if (native_stack)
+		at += pending_returns(s, at);
 	if (stack_copy)
 		at += copy_stack(s, at, saved_user_regs(interrupted));
 	size = offsetof(struct sampler_sample, py) + at;

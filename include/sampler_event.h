@@ -46,19 +46,42 @@ struct sampler_sample {
 	__u32 n_py;
 	__u32 stack_len;      /* bytes of stack copied */
 	__u32 n_regs;         /* user registers, 0 without a stack copy */
+	__u32 n_returns;      /* struct sampler_return: pending uretprobes */
+	__u32 unused;
+	__u64 trampoline;     /* where they return to instead, 0 if none */
 	/* Then, one after the other, as many as the counts above say (a
 	 * negative count: none): n_py Python frames, leaf first; n_user
-	 * user and n_kernel kernel addresses, leaf first; n_regs user
-	 * registers; stack_len bytes of the user stack from its pointer up.
+	 * user and n_kernel kernel addresses, leaf first; n_returns
+	 * pending returns, innermost first; n_regs user registers;
+	 * stack_len bytes of the user stack from its pointer up.
 	 * A sample is a few hundred bytes where a fixed layout would send
 	 * every array whole. The Python frames come first: the walk writes
 	 * them in place before the other counts are known. */
 	struct py_frame_ref py[PY_MAX_FRAMES];
 };
 
+/* A function under a uretprobe (a probe's return side, pending) returns
+ * to the kernel's trampoline: the kernel swapped its return address on
+ * the stack (or, on arm64, in the link register, which the function
+ * then saves) for the trampoline's, and keeps the real one. Kernels
+ * before 6.11 leave the trampoline in the frame-pointer chain they
+ * walk, and every stack copy holds it: the caller of a probed function
+ * is lost to both walks without the kernel's record, sent as these.
+ * STACK is the stack pointer at the function's entry: the slot of the
+ * swapped address on x86-64 is there, on arm64 just below. */
+struct sampler_return {
+	__u64 stack;
+	__u64 ret;            /* the real return address */
+};
+
+/* How many of a thread's pending returns a sample takes (the kernel
+ * allows 64 at once). */
+#define SAMPLER_RETURNS 16
+
 /* Room for what follows the Python frames of a full sample. */
-#define SAMPLER_AFTER_PY \
-	(8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES + SAMPLER_REGS) + SAMPLER_STACK_COPY)
+#define SAMPLER_AFTER_PY                                                                  \
+	(8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES + SAMPLER_REGS) +                \
+	 sizeof(struct sampler_return) * SAMPLER_RETURNS + SAMPLER_STACK_COPY)
 
 /* A thread seen going off the CPU came back: the off-CPU sample of the
  * same thread with this time_ns lasted in_ns - out_ns. */

@@ -88,6 +88,11 @@ struct sampler {
 	/* one sample's frames, root first */
 	struct native_frame native[SAMPLER_MAX_USER];
 	uint64_t dwarf[SAMPLER_MAX_USER];
+	/* one sample's chain, registers and stack copy with the real return
+	 * addresses of its pending uretprobes put back */
+	uint64_t chain[SAMPLER_MAX_USER];
+	uint64_t regs[SAMPLER_REGS];
+	uint8_t stack[SAMPLER_STACK_COPY];
 	char text[MAX_FRAMES][FRAME_TEXT];
 	const char *frames[MAX_FRAMES];
 };
@@ -380,6 +385,32 @@ static bool in_interpreter(uint64_t pc, void *arg)
 	return f.in_file && f.dev == at->p->py.interp_dev && f.ino == at->p->py.interp_ino;
 }
 
+/* R's user chain, registers and stack copy, with the real return
+ * addresses of its pending uretprobes where the kernel's trampoline
+ * stands for them: S's copies of them then. */
+static struct raw_sample with_returns(struct sampler *s, const struct raw_sample *r)
+{
+	struct raw_sample m = *r;
+	struct restore_returns parts = { 0 };
+	int n_regs = unwind_regs_count();
+
+	if (!r->n_returns || !r->trampoline)
+		return m;
+	if (r->n_user > 0 && r->n_user <= SAMPLER_MAX_USER) {
+		memcpy(s->chain, r->user, (size_t)r->n_user * sizeof(*s->chain));
+		parts.chain = s->chain, parts.n_chain = r->n_user;
+		m.user = s->chain;
+	}
+	if (r->regs && r->stack && r->stack_len <= sizeof(s->stack) && n_regs <= SAMPLER_REGS) {
+		memcpy(s->regs, r->regs, (size_t)n_regs * sizeof(*s->regs));
+		memcpy(s->stack, r->stack, r->stack_len);
+		parts.regs = s->regs, parts.stack = s->stack, parts.stack_len = r->stack_len;
+		m.regs = s->regs, m.stack = s->stack;
+	}
+	unwind_restore_returns(&parts, r->trampoline, r->returns, r->n_returns);
+	return m;
+}
+
 /* The user frames of R, leaf first: DWARF from the registers and stack
  * copy when unwind_prefer_dwarf() believes it over the frame-pointer
  * chain. A chain that reaches a thread's first function is not proof of
@@ -388,9 +419,11 @@ static bool in_interpreter(uint64_t pc, void *arg)
  * skips every frame down to that caller's. With a Python stack only the
  * frames outside the interpreter are wanted. */
 static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p,
-				   const struct raw_sample *r, bool with_python, int *n)
+				   const struct raw_sample *sample, bool with_python, int *n)
 {
 	struct in_interpreter at = { s, p };
+	struct raw_sample mended = with_returns(s, sample);
+	const struct raw_sample *r = &mended;
 	int n_fp = r->n_user, n_dwarf;
 	bool whole;
 

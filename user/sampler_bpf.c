@@ -62,6 +62,7 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 	int n_user = e->n_user > SAMPLER_USER_FRAMES ? SAMPLER_USER_FRAMES : e->n_user;
 	int n_kernel = e->n_kernel > SAMPLER_KERNEL_FRAMES ? SAMPLER_KERNEL_FRAMES : e->n_kernel;
 	int n_regs = e->n_regs > SAMPLER_REGS ? 0 : (int)e->n_regs, n_stack = (int)e->stack_len;
+	int n_returns = e->n_returns > SAMPLER_RETURNS ? 0 : (int)e->n_returns;
 	struct raw_sample r = {
 		.kind = e->kind == SAMPLER_OFF_CPU ? PROFILE_OFF_CPU : PROFILE_ON_CPU,
 		.mono_ns = e->time_ns,
@@ -69,16 +70,19 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 		.pid = (pid_t)e->pid,
 		.tid = (pid_t)e->tid,
 		.py_status = (int)e->py_status,
+		.trampoline = e->trampoline,
 	};
 
 	r.py = take_packed(&at, end, &n_py, sizeof(*r.py));
 	r.user = take_packed(&at, end, &n_user, sizeof(*r.user));
 	r.kernel = take_packed(&at, end, &n_kernel, sizeof(*r.kernel));
+	r.returns = take_packed(&at, end, &n_returns, sizeof(*r.returns));
 	r.regs = take_packed(&at, end, &n_regs, sizeof(*r.regs));
 	r.stack = take_packed(&at, end, &n_stack, 1);
 	r.n_py = n_py;
 	r.n_user = n_user;
 	r.n_kernel = n_kernel;
+	r.n_returns = r.returns ? n_returns : 0;
 	/* the unwinder reads every register of this architecture */
 	if (!r.regs || !r.stack || n_regs != unwind_regs_count())
 		r.regs = NULL, r.stack = NULL, n_stack = 0;

@@ -13,6 +13,7 @@
 #include "profile/capture.h"
 #include "python_stack.h"
 #include "sampler.h"
+#include "sampler_event.h"
 
 struct raw_sample {
 	enum profile_kind kind;
@@ -27,6 +28,12 @@ struct raw_sample {
 	const uint64_t *regs;
 	const uint8_t *stack;
 	size_t stack_len;
+	/* The thread's pending uretprobes, innermost first, and the
+	 * trampoline that stands for their return addresses in the stack
+	 * (include/sampler_event.h); 0, NULL when the source has none. */
+	uint64_t trampoline;
+	const struct sampler_return *returns;
+	int n_returns;
 	const uint64_t *kernel; /* leaf first */
 	int n_kernel;
 	const struct py_frame_ref *py; /* leaf first */

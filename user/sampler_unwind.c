@@ -24,17 +24,21 @@
 /* perf's x86-64 user registers AX..IP (bits 0-8) and R8..R15 (16-23). */
 #define REGS_MASK (((1ull << 9) - 1) | (0xffull << 16))
 #define REGS_COUNT 17
+#define REG_FP 6
 #define REG_SP 7
 #define REG_IP 8
 #elif defined(__aarch64__)
 /* X0..X30, SP, PC: perf's order is the DWARF numbering. */
 #define REGS_MASK ((1ull << 33) - 1)
 #define REGS_COUNT 33
+#define REG_FP 29
+#define REG_LR 30
 #define REG_SP 31
 #define REG_IP 32
 #else
 #define REGS_MASK 0
 #define REGS_COUNT 0
+#define REG_FP 0
 #define REG_SP 0
 #define REG_IP 0
 #endif
@@ -302,6 +306,51 @@ void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp,
 		if (end < n && dwarf[end] == fp[end])
 			memcpy(dwarf + i, fp + i, (size_t)(end - i) * sizeof(*dwarf));
 	}
+}
+
+/* The real return address of a trampoline found at stack address SLOT:
+ * that of the pending return with the lowest entry stack pointer at or
+ * above SLOT (x86-64: the slot is the entry stack pointer; arm64: the
+ * function saved its link register in its own frame, below its entry
+ * stack pointer and above that of anything it called). 0: none. */
+static uint64_t return_at(const struct sampler_return *ret, int n, uint64_t slot)
+{
+	const struct sampler_return *best = NULL;
+
+	for (int i = 0; i < n; i++)
+		if (ret[i].stack >= slot && (!best || ret[i].stack < best->stack))
+			best = &ret[i];
+	return best ? best->ret : 0;
+}
+
+void unwind_restore_returns(struct restore_returns *r, uint64_t trampoline,
+			    const struct sampler_return *ret, int n)
+{
+	uint64_t sp = REGS_COUNT && r->regs ? r->regs[REG_SP] : 0, word, real;
+	int next = 0;
+
+	if (!trampoline || n <= 0)
+		return;
+#ifdef REG_LR
+	/* a sample in a probed function before it saved its link register */
+	if (r->regs && r->regs[REG_LR] == trampoline && (real = return_at(ret, n, sp)))
+		r->regs[REG_LR] = real;
+#endif
+	for (size_t off = (8 - sp % 8) % 8; r->stack && sp && off + 8 <= r->stack_len; off += 8) {
+		memcpy(&word, r->stack + off, sizeof(word));
+		if (word == trampoline && (real = return_at(ret, n, sp + off)))
+			memcpy(r->stack + off, &real, sizeof(real));
+	}
+	/* The chain starts at the frame pointer: a function whose entry
+	 * stack pointer is at or below it has not saved its frame yet, and
+	 * its return is not in the chain. The rest are, in the list's order
+	 * (innermost first). */
+	if (REGS_COUNT && r->regs)
+		while (next < n && ret[next].stack <= r->regs[REG_FP])
+			next++;
+	for (int i = 1; i < r->n_chain && next < n; i++)
+		if (r->chain[i] == trampoline)
+			r->chain[i] = ret[next++].ret;
 }
 
 void unwinder_forget(struct unwinder *u, pid_t pid)

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampler_event.h"
+
 struct unwinder;
 
 /* The registers a sample must carry (perf_event_attr.sample_regs_user)
@@ -46,6 +48,28 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
  * differing ones that are one and the same address (the trampoline),
  * DWARF's (N_DWARF, leaf first) take the chain's (FP, N_FP). */
 void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp);
+
+/* A sample's parts that hold return addresses, to be mended in place:
+ * the registers (unwind_regs_count(), mask order; NULL: none), the
+ * stack copy from the stack pointer up, the frame-pointer chain (leaf
+ * first). */
+struct restore_returns {
+	uint64_t *regs;
+	uint8_t *stack;
+	size_t stack_len;
+	uint64_t *chain;
+	int n_chain;
+};
+
+/* Where a kernel's trampoline stands for the real return address of a
+ * probed function (RET, N: the thread's pending returns, innermost
+ * first; include/sampler_event.h), puts the real one back: in the stack
+ * copy by slot, in the link register (arm64), and in the chain in order,
+ * the returns of functions that have not yet saved their frame left out
+ * of it. Kernels before 6.11 left it in the chain too, and no walk got
+ * past it to the probed function's caller. */
+void unwind_restore_returns(struct restore_returns *r, uint64_t trampoline,
+			    const struct sampler_return *ret, int n);
 
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes

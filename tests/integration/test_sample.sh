@@ -260,15 +260,27 @@ native_tests() {
 		"$PROGS/sample_burn" span "$SECONDS_SHORT"; then
 		expect_check "sample_burn.span.states" spans "$out" IN_SPAN in_span outside_span
 		# the probe's pending return swaps in_span's return address for
-		# the kernel's trampoline: its caller must still show. Kernels
-		# before 6.11 leave the trampoline in their chain too.
-		if kernel_at_least 6 11; then
+		# the kernel's trampoline: its caller must still show. By BPF
+		# with BTF a sample carries the thread's pending returns, which
+		# put the real address back on any kernel
+		if [ -e /sys/kernel/btf/vmlinux ] || kernel_at_least 6 11; then
 			expect_check "sample_burn.span.caller" above "$out" in_span span 95
 		else
 			t_begin "sample_burn.span.caller"
-			t_skip "Linux $(uname -r) leaves the uretprobe trampoline in its frame-pointer chain (before 6.11)"
+			t_skip "no kernel BTF, and Linux $(uname -r) leaves the uretprobe trampoline in its frame-pointer chain (before 6.11)"
 		fi
 		time_adds_up "sample_burn.span" "$out"
+	fi
+	# perf_event_open samples have only the kernel's chain, which holds
+	# the real address from Linux 6.11 on
+	if kernel_at_least 6 11; then
+		out=$(fresh_dir)
+		capture "sample_burn.span.perf" "$out" "$(source_env perf)" -- --sample="$HZ" \
+			--probe "IN_SPAN=$PROGS/sample_burn:in_span" -- "$PROGS/sample_burn" span "$SECONDS_SHORT" &&
+			expect_check "sample_burn.span.perf.caller" above "$out" in_span span 95
+	else
+		t_begin "sample_burn.span.perf.caller"
+		t_skip "Linux $(uname -r) leaves the uretprobe trampoline in its frame-pointer chain (before 6.11)"
 	fi
 
 	# in a PID namespace the BPF sampler's numbers are the whole

@@ -204,6 +204,53 @@ static void trampolines_take_the_chains_returns(void **state)
 	assert_memory_equal(two, ((uint64_t[]){ 1, 7, 8, 4 }), sizeof(two));
 }
 
+#if defined(__aarch64__)
+#define TEST_REG_FP 29
+#define TEST_REG_SP 31
+#else
+#define TEST_REG_FP 6
+#define TEST_REG_SP 7
+#endif
+
+/* Kernels before 6.11 leave the trampoline (T) of pending uretprobes in
+ * the chain as well as in the stack copy: the thread's own list of them
+ * (innermost first, by entry stack pointer) gives each its real return
+ * address: a stack slot the one whose entry stack pointer is the lowest
+ * at or above it, the chain in order, past the functions that have not
+ * saved their frame (entry stack pointer at or below the frame
+ * pointer). */
+static void pending_returns_put_back(void **state)
+{
+	const uint64_t T = 0xffffffffff600000, SP = 0x7ffd0000;
+	const struct sampler_return ret[] = {
+		{ SP + 0x08, 0xa1 }, /* not yet in the chain: at or below the frame pointer */
+		{ SP + 0x18, 0xb2 },
+		{ SP + 0x40, 0xc3 },
+	};
+	uint64_t regs[40] = { 0 }, words[10] = { 1, T, 2, T, 3, 4, 5, T, T, T };
+	uint64_t chain[] = { 0x10, T, 0x20, T, 0x30, T };
+	struct restore_returns r = { regs, (uint8_t *)words, sizeof(words), chain, 6 };
+
+	(void)state;
+	regs[TEST_REG_SP] = SP;
+	regs[TEST_REG_FP] = SP + 0x08;
+	unwind_restore_returns(&r, T, ret, 3);
+	/* slots SP+8, SP+0x18, SP+0x38 and SP+0x40; SP+0x48 is above them all */
+	assert_memory_equal(words, ((uint64_t[]){ 1, 0xa1, 2, 0xb2, 3, 4, 5, 0xc3, 0xc3, T }),
+			    sizeof(words));
+	assert_memory_equal(chain, ((uint64_t[]){ 0x10, 0xb2, 0x20, 0xc3, 0x30, T }), sizeof(chain));
+#if defined(__aarch64__)
+	/* in a probed function's prologue its return is in the link register */
+	regs[30] = T;
+	unwind_restore_returns(&r, T, ret, 3);
+	assert_int_equal(regs[30], 0xa1);
+#endif
+	/* no trampoline known: nothing changes */
+	chain[1] = T;
+	unwind_restore_returns(&r, 0, ret, 3);
+	assert_int_equal(chain[1], T);
+}
+
 static void went_off(struct sampler *s, pid_t tid, uint64_t out_ns)
 {
 	struct raw_sample r = { .kind = PROFILE_OFF_CPU, .mono_ns = out_ns, .pid = getpid(),
@@ -291,6 +338,7 @@ int main(void)
 		cmocka_unit_test(a_walk_cut_at_its_limit_is_believed),
 		cmocka_unit_test(a_switch_in_ends_the_latest_switch_out),
 		cmocka_unit_test(trampolines_take_the_chains_returns),
+		cmocka_unit_test(pending_returns_put_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
