@@ -525,13 +525,26 @@ static int poll_wait_ms(uint64_t end)
 	return left_ms < POLL_INTERVAL_MS ? (int)left_ms : POLL_INTERVAL_MS;
 }
 
+/* Waits up to WAIT_MS for the rings' data or the target's end, whichever
+ * comes first: a target that exits is noticed at once, not at the next
+ * tick. The rings are drained by the caller either way. */
+static void wait_for_work(struct session *s, int wait_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = s->rb ? ring_buffer__epoll_fd(s->rb) : -1, .events = POLLIN },
+		{ .fd = s->target.pidfd, .events = POLLIN },
+	};
+
+	poll(pfd, s->target.pidfd >= 0 ? 2 : 1, wait_ms);
+}
+
 static const char *capture_loop(struct session *s)
 {
 	uint64_t start = monotonic_ns(), last_flush = start;
 	uint64_t end = s->opts->duration_ns ? start + s->opts->duration_ns : 0;
 
 	for (;;) {
-		ring_buffer__poll(s->rb, poll_wait_ms(end));
+		wait_for_work(s, poll_wait_ms(end));
 		drain(s);
 		uint64_t now = monotonic_ns();
 		if (now - last_flush >= FLUSH_INTERVAL_NS) {
