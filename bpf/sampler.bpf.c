@@ -303,7 +303,8 @@ static __always_inline __u64 user_leaf(void *ctx)
  * written. */
 static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	/* not bpf_get_current_task_btf(): with --btf the kernel has none */
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct sampler_return *out;
 	struct return_instance *ri;
 	__u32 n;

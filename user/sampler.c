@@ -88,11 +88,9 @@ struct sampler {
 	/* one sample's frames, root first */
 	struct native_frame native[SAMPLER_MAX_USER];
 	uint64_t dwarf[SAMPLER_MAX_USER];
-	/* one sample's chain, registers and stack copy with the real return
-	 * addresses of its pending uretprobes put back */
+	/* one sample's chain with the real return addresses of its pending
+	 * uretprobes put back */
 	uint64_t chain[SAMPLER_MAX_USER];
-	uint64_t regs[SAMPLER_REGS];
-	uint8_t stack[SAMPLER_STACK_COPY];
 	char text[MAX_FRAMES][FRAME_TEXT];
 	const char *frames[MAX_FRAMES];
 };
@@ -385,30 +383,16 @@ static bool in_interpreter(uint64_t pc, void *arg)
 	return f.in_file && f.dev == at->p->py.interp_dev && f.ino == at->p->py.interp_ino;
 }
 
-/* R's user chain, registers and stack copy, with the real return
- * addresses of its pending uretprobes where the kernel's trampoline
- * stands for them: S's copies of them then. */
-static struct raw_sample with_returns(struct sampler *s, const struct raw_sample *r)
+/* R's frame-pointer chain with the real return addresses of its pending
+ * uretprobes where the kernel left its trampoline: S's copy of it then. */
+static const uint64_t *chain_with_returns(struct sampler *s, const struct raw_sample *r,
+					  const struct pending_returns *returns)
 {
-	struct raw_sample m = *r;
-	struct restore_returns parts = { 0 };
-	int n_regs = unwind_regs_count();
-
-	if (!r->n_returns || !r->trampoline)
-		return m;
-	if (r->n_user > 0 && r->n_user <= SAMPLER_MAX_USER) {
-		memcpy(s->chain, r->user, (size_t)r->n_user * sizeof(*s->chain));
-		parts.chain = s->chain, parts.n_chain = r->n_user;
-		m.user = s->chain;
-	}
-	if (r->regs && r->stack && r->stack_len <= sizeof(s->stack) && n_regs <= SAMPLER_REGS) {
-		memcpy(s->regs, r->regs, (size_t)n_regs * sizeof(*s->regs));
-		memcpy(s->stack, r->stack, r->stack_len);
-		parts.regs = s->regs, parts.stack = s->stack, parts.stack_len = r->stack_len;
-		m.regs = s->regs, m.stack = s->stack;
-	}
-	unwind_restore_returns(&parts, r->trampoline, r->returns, r->n_returns);
-	return m;
+	if (!returns->n || r->n_user <= 1 || r->n_user > SAMPLER_MAX_USER)
+		return r->user;
+	memcpy(s->chain, r->user, (size_t)r->n_user * sizeof(*s->chain));
+	unwind_restore_chain(s->chain, r->n_user, r->regs, r->stack, r->stack_len, returns);
+	return s->chain;
 }
 
 /* The user frames of R, leaf first: DWARF from the registers and stack
@@ -419,28 +403,30 @@ static struct raw_sample with_returns(struct sampler *s, const struct raw_sample
  * skips every frame down to that caller's. With a Python stack only the
  * frames outside the interpreter are wanted. */
 static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p,
-				   const struct raw_sample *sample, bool with_python, int *n)
+				   const struct raw_sample *r, bool with_python, int *n)
 {
 	struct in_interpreter at = { s, p };
-	struct raw_sample mended = with_returns(s, sample);
-	const struct raw_sample *r = &mended;
+	struct pending_returns returns = { r->trampoline, r->returns,
+					   r->trampoline && r->returns ? r->n_returns : 0 };
+	const uint64_t *chain = chain_with_returns(s, r, &returns);
 	int n_fp = r->n_user, n_dwarf;
 	bool whole;
 
 	*n = n_fp;
 	if (!r->regs || !r->stack_len)
-		return r->user;
-	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len, s->dwarf,
-				SAMPLER_MAX_USER, with_python ? in_interpreter : NULL, &at);
-	unwind_take_chain_returns(s->dwarf, n_dwarf, r->user, n_fp);
+		return chain;
+	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len,
+				returns.n ? &returns : NULL, s->dwarf, SAMPLER_MAX_USER,
+				with_python ? in_interpreter : NULL, &at);
+	unwind_take_chain_returns(s->dwarf, n_dwarf, chain, n_fp);
 	whole = !with_python && n_dwarf > n_fp && n_fp > 0 &&
-		is_root_frame(s, r->pid, r->user[n_fp - 1]);
+		is_root_frame(s, r->pid, chain[n_fp - 1]);
 	if ((with_python && n_dwarf > 0) ||
-	    unwind_prefer_dwarf(r->user, n_fp, whole, s->dwarf, n_dwarf, n_dwarf >= SAMPLER_MAX_USER)) {
+	    unwind_prefer_dwarf(chain, n_fp, whole, s->dwarf, n_dwarf, n_dwarf >= SAMPLER_MAX_USER)) {
 		*n = n_dwarf;
 		return s->dwarf;
 	}
-	return r->user;
+	return chain;
 }
 
 /* How many of R's native frames (from the leaf) to keep. With a Python

@@ -62,6 +62,7 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 	int n_user = e->n_user > SAMPLER_USER_FRAMES ? SAMPLER_USER_FRAMES : e->n_user;
 	int n_kernel = e->n_kernel > SAMPLER_KERNEL_FRAMES ? SAMPLER_KERNEL_FRAMES : e->n_kernel;
 	int n_regs = e->n_regs > SAMPLER_REGS ? 0 : (int)e->n_regs, n_stack = (int)e->stack_len;
+	/* more returns than BPF sends: a record of another layout */
 	int n_returns = e->n_returns > SAMPLER_RETURNS ? 0 : (int)e->n_returns;
 	struct raw_sample r = {
 		.kind = e->kind == SAMPLER_OFF_CPU ? PROFILE_OFF_CPU : PROFILE_ON_CPU,
@@ -77,6 +78,8 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 	r.user = take_packed(&at, end, &n_user, sizeof(*r.user));
 	r.kernel = take_packed(&at, end, &n_kernel, sizeof(*r.kernel));
 	r.returns = take_packed(&at, end, &n_returns, sizeof(*r.returns));
+	if (e->n_returns > SAMPLER_RETURNS)
+		at = end; /* nothing after them can be found */
 	r.regs = take_packed(&at, end, &n_regs, sizeof(*r.regs));
 	r.stack = take_packed(&at, end, &n_stack, 1);
 	r.n_py = n_py;

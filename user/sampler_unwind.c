@@ -58,6 +58,58 @@ uint64_t unwind_regs_sp(const uint64_t *regs)
 	return REGS_COUNT ? regs[REG_SP] : 0;
 }
 
+#if defined(__aarch64__)
+/* A return address saved by code built with pointer authentication
+ * carries its signature in the bits above the 48-bit user address. */
+#define USER_ADDR_MASK ((1ull << 48) - 1)
+#else
+#define USER_ADDR_MASK (~0ull)
+#endif
+
+bool unwind_is_trampoline(const struct pending_returns *p, uint64_t word)
+{
+	return p && p->trampoline && (word & USER_ADDR_MASK) == p->trampoline;
+}
+
+/* The pending return with the lowest entry stack pointer at or above
+ * ADDR; NULL: none. */
+static const struct sampler_return *lowest_from(const struct pending_returns *p, uint64_t addr)
+{
+	const struct sampler_return *best = NULL;
+
+	for (int i = 0; i < p->n; i++)
+		if (p->ret[i].stack >= addr && (!best || p->ret[i].stack < best->stack))
+			best = &p->ret[i];
+	return best;
+}
+
+/* The pending return whose trampoline sits in stack slot SLOT. x86-64:
+ * the call pushed the return address at the entry stack pointer, so
+ * exactly there (a stale entry, left by a longjmp, matches no slot).
+ * arm64: the function saved its link register in its own frame, below
+ * its entry stack pointer, and anything it called entered at or below
+ * that slot: the lowest entry strictly above it. */
+static const struct sampler_return *return_in_slot(const struct pending_returns *p, uint64_t slot)
+{
+	const struct sampler_return *r;
+
+#if defined(__aarch64__)
+	r = slot == UINT64_MAX ? NULL : lowest_from(p, slot + 1);
+#else
+	r = lowest_from(p, slot);
+	if (r && r->stack != slot)
+		r = NULL;
+#endif
+	return r;
+}
+
+uint64_t unwind_return_at(const struct pending_returns *p, uint64_t slot)
+{
+	const struct sampler_return *r = p ? return_in_slot(p, slot) : NULL;
+
+	return r ? r->ret : 0;
+}
+
 /* The sample being unwound: what the callbacks read. */
 struct walk {
 	pid_t pid, tid;
@@ -69,6 +121,7 @@ struct walk {
 	int n, max;
 	bool (*stop)(uint64_t pc, void *arg);
 	void *arg;
+	const struct pending_returns *returns; /* NULL: none */
 };
 
 struct proc_dwfl {
@@ -125,14 +178,19 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 	/* no sum that can wrap: a sample's sp may be anything */
 	if (addr >= w->sp && off < w->size && w->size - off >= sizeof(*result)) {
 		memcpy(result, w->stack + off, sizeof(*result));
-		return true;
-	}
-	/* below the stack pointer the live stack has moved on; past the
-	 * copy are the older frames, which a thread still inside its call
-	 * (or blocked: an off-CPU sample) has not touched */
-	if (addr < w->sp && addr >= w->sp - 65536)
+	} else if (addr < w->sp && addr >= w->sp - 65536) {
+		/* below the stack pointer the live stack has moved on */
 		return false;
-	return python_read_memory(w->pid, result, sizeof(*result), addr) == 0;
+	} else if (python_read_memory(w->pid, result, sizeof(*result), addr) != 0) {
+		/* past the copy are the older frames, which a thread still
+		 * inside its call (or blocked: an off-CPU sample) has not
+		 * touched */
+		return false;
+	}
+	/* a pending uretprobe's trampoline: the real return address */
+	if (unwind_is_trampoline(w->returns, *result) && unwind_return_at(w->returns, addr))
+		*result = unwind_return_at(w->returns, addr);
+	return true;
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
@@ -150,10 +208,15 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	return dwfl_thread_state_registers(thread, 0, 16, d) &&
 	       (dwfl_thread_state_register_pc(thread, w->regs[REG_IP]), true);
 #elif defined(__aarch64__)
+	const struct sampler_return *r;
 	Dwarf_Word d[32];
 
 	for (int i = 0; i < 32; i++)
 		d[i] = w->regs[i];
+	/* in a probed function before it saved its link register: that of
+	 * the innermost return pending at or above the stack pointer */
+	if (unwind_is_trampoline(w->returns, d[REG_LR]) && (r = lowest_from(w->returns, w->sp)))
+		d[REG_LR] = r->ret;
 	return dwfl_thread_state_registers(thread, 0, 32, d) &&
 	       (dwfl_thread_state_register_pc(thread, w->regs[REG_IP]), true);
 #else
@@ -259,8 +322,8 @@ static bool report_again(struct proc_dwfl *p, uint64_t pc, uint64_t now)
 }
 
 int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs,
-		  const uint8_t *stack, size_t size, uint64_t *out, int max,
-		  bool (*stop)(uint64_t pc, void *arg), void *arg)
+		  const uint8_t *stack, size_t size, const struct pending_returns *returns,
+		  uint64_t *out, int max, bool (*stop)(uint64_t pc, void *arg), void *arg)
 {
 	struct proc_dwfl *p = proc_of(u, pid);
 
@@ -272,7 +335,7 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 		return 0; /* the last report failed: not again yet */
 	u->walk = (struct walk){ .pid = pid, .tid = tid, .regs = regs, .stack = stack,
 				 .size = size, .sp = regs[REG_SP], .out = out, .max = max,
-				 .stop = stop, .arg = arg };
+				 .stop = stop, .arg = arg, .returns = returns };
 	dwfl_getthread_frames(p->dwfl, tid, on_frame, &u->walk);
 	return u->walk.n;
 }
@@ -308,49 +371,64 @@ void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp,
 	}
 }
 
-/* The real return address of a trampoline found at stack address SLOT:
- * that of the pending return with the lowest entry stack pointer at or
- * above SLOT (x86-64: the slot is the entry stack pointer; arm64: the
- * function saved its link register in its own frame, below its entry
- * stack pointer and above that of anything it called). 0: none. */
-static uint64_t return_at(const struct sampler_return *ret, int n, uint64_t slot)
+/* The next pending return in the list's order whose entry stack pointer
+ * is above ABOVE, a chained one (a tail call into a probed function: the
+ * kernel's second entry, with the first's stack and return) passed over.
+ * 0: none left. */
+static uint64_t next_in_order(const struct pending_returns *p, int *next, uint64_t *above)
 {
-	const struct sampler_return *best = NULL;
+	const struct sampler_return *r;
 
-	for (int i = 0; i < n; i++)
-		if (ret[i].stack >= slot && (!best || ret[i].stack < best->stack))
-			best = &ret[i];
-	return best ? best->ret : 0;
+	for (; *next < p->n; (*next)++) {
+		r = &p->ret[*next];
+		if (r->stack <= *above)
+			continue;
+		*above = r->stack;
+		(*next)++;
+		return r->ret;
+	}
+	return 0;
 }
 
-void unwind_restore_returns(struct restore_returns *r, uint64_t trampoline,
-			    const struct sampler_return *ret, int n)
+void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs, const uint8_t *stack,
+			  size_t stack_len, const struct pending_returns *p)
 {
-	uint64_t sp = REGS_COUNT && r->regs ? r->regs[REG_SP] : 0, word, real;
+	uint64_t sp = regs && REGS_COUNT ? regs[REG_SP] : 0, fp = regs && REGS_COUNT ? regs[REG_FP] : 0;
+	uint64_t above = fp, word = 0, real;
+	const struct sampler_return *r;
+	bool slots_known = regs && stack && REGS_COUNT;
 	int next = 0;
 
-	if (!trampoline || n <= 0)
+	if (!p || !p->trampoline || p->n <= 0)
 		return;
-#ifdef REG_LR
-	/* a sample in a probed function before it saved its link register */
-	if (r->regs && r->regs[REG_LR] == trampoline && (real = return_at(ret, n, sp)))
-		r->regs[REG_LR] = real;
-#endif
-	for (size_t off = (8 - sp % 8) % 8; r->stack && sp && off + 8 <= r->stack_len; off += 8) {
-		memcpy(&word, r->stack + off, sizeof(word));
-		if (word == trampoline && (real = return_at(ret, n, sp + off)))
-			memcpy(r->stack + off, &real, sizeof(real));
+	/* The chain is the leaf's pc, then the return address beside each
+	 * frame record from the frame pointer up (x86-64 and arm64 alike:
+	 * [fp] the caller's record, [fp + 8] the return). While the records
+	 * are in the stack copy each entry's slot is known, and the copy
+	 * must hold what the chain does there; past it (or without one)
+	 * the returns go in the list's order, those of functions whose frame
+	 * record is not made yet (entry at or below the frame pointer) left
+	 * out. */
+	for (int i = 1; i < n_chain; i++) {
+		slots_known = slots_known && fp >= sp && fp - sp < stack_len &&
+			      stack_len - (fp - sp) >= 16;
+		if (slots_known)
+			memcpy(&word, stack + (fp - sp) + 8, sizeof(word));
+		slots_known = slots_known && (word == chain[i] ||
+					      (word & USER_ADDR_MASK) == chain[i]);
+		if (unwind_is_trampoline(p, chain[i])) {
+			r = slots_known ? return_in_slot(p, fp + 8) : NULL;
+			real = r ? r->ret : slots_known ? 0 : next_in_order(p, &next, &above);
+			if (r && r->stack > above)
+				above = r->stack;
+			if (real)
+				chain[i] = real;
+		} else if (slots_known && fp + 8 > above) {
+			above = fp + 8;
+		}
+		if (slots_known)
+			memcpy(&fp, stack + (fp - sp), sizeof(fp));
 	}
-	/* The chain starts at the frame pointer: a function whose entry
-	 * stack pointer is at or below it has not saved its frame yet, and
-	 * its return is not in the chain. The rest are, in the list's order
-	 * (innermost first). */
-	if (REGS_COUNT && r->regs)
-		while (next < n && ret[next].stack <= r->regs[REG_FP])
-			next++;
-	for (int i = 1; i < r->n_chain && next < n; i++)
-		if (r->chain[i] == trampoline)
-			r->chain[i] = ret[next++].ret;
 }
 
 void unwinder_forget(struct unwinder *u, pid_t pid)

@@ -29,14 +29,18 @@ void unwinder_free(struct unwinder *u);
 /* PID exec'd or exited: its modules are reported again when needed. */
 void unwinder_forget(struct unwinder *u, pid_t pid);
 
+struct pending_returns;
+
 /* Walks thread TID of PID from REGS (unwind_regs_count() values, in
- * mask order) with STACK, SIZE bytes copied from the stack pointer up.
- * Fills OUT leaf first (the leaf's pc, then return addresses), at most
- * MAX; STOP(pc, ARG), when given, ends the walk after a frame it
- * returns true for. Returns the number of frames. */
+ * mask order) with STACK, SIZE bytes copied from the stack pointer up,
+ * reading a pending uretprobe's real return address wherever RETURNS'
+ * trampoline stands for it (NULL: none known). Fills OUT leaf first
+ * (the leaf's pc, then return addresses), at most MAX; STOP(pc, ARG),
+ * when given, ends the walk after a frame it returns true for. Returns
+ * the number of frames. */
 int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs,
-		  const uint8_t *stack, size_t size, uint64_t *out, int max,
-		  bool (*stop)(uint64_t pc, void *arg), void *arg);
+		  const uint8_t *stack, size_t size, const struct pending_returns *returns,
+		  uint64_t *out, int max, bool (*stop)(uint64_t pc, void *arg), void *arg);
 
 /* A function under a uretprobe (the return side of a probe, pending)
  * has its return address on the stack swapped for the kernel's
@@ -49,27 +53,30 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
  * DWARF's (N_DWARF, leaf first) take the chain's (FP, N_FP). */
 void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp);
 
-/* A sample's parts that hold return addresses, to be mended in place:
- * the registers (unwind_regs_count(), mask order; NULL: none), the
- * stack copy from the stack pointer up, the frame-pointer chain (leaf
- * first). */
-struct restore_returns {
-	uint64_t *regs;
-	uint8_t *stack;
-	size_t stack_len;
-	uint64_t *chain;
-	int n_chain;
+/* Kernels before 6.11 leave the trampoline in their chain too, and no
+ * walk got past it to a probed function's caller without the thread's
+ * own list of its pending returns (include/sampler_event.h), which a
+ * BPF sample brings: TRAMPOLINE stands for the real return address of
+ * RET[0..N-1], innermost first. */
+struct pending_returns {
+	uint64_t trampoline;
+	const struct sampler_return *ret;
+	int n;
 };
 
-/* Where a kernel's trampoline stands for the real return address of a
- * probed function (RET, N: the thread's pending returns, innermost
- * first; include/sampler_event.h), puts the real one back: in the stack
- * copy by slot, in the link register (arm64), and in the chain in order,
- * the returns of functions that have not yet saved their frame left out
- * of it. Kernels before 6.11 left it in the chain too, and no walk got
- * past it to the probed function's caller. */
-void unwind_restore_returns(struct restore_returns *r, uint64_t trampoline,
-			    const struct sampler_return *ret, int n);
+/* Whether WORD, read from a stack or a register, is P's trampoline (on
+ * arm64 also as code with pointer authentication saved it, signed). */
+bool unwind_is_trampoline(const struct pending_returns *p, uint64_t word);
+/* The real return address of the trampoline read from stack slot SLOT;
+ * 0: no pending return of P has its address there. */
+uint64_t unwind_return_at(const struct pending_returns *p, uint64_t slot);
+/* Puts P's real return addresses back in a frame-pointer chain (CHAIN,
+ * N_CHAIN addresses, leaf first) where it holds the trampoline: by the
+ * slot each entry was read from, found by following the frame records
+ * through the sample's stack copy (REGS, STACK, STACK_LEN; NULL: none),
+ * else in the list's order. */
+void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs, const uint8_t *stack,
+			  size_t stack_len, const struct pending_returns *p);
 
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes

@@ -63,7 +63,7 @@ static void shares(double seconds)
 	}
 }
 
-static void span(double seconds)
+__attribute__((noinline)) static void span(double seconds)
 {
 	unsigned long long end = now_ns() + (unsigned long long)(seconds * 1e9);
 

@@ -207,48 +207,106 @@ static void trampolines_take_the_chains_returns(void **state)
 #if defined(__aarch64__)
 #define TEST_REG_FP 29
 #define TEST_REG_SP 31
+/* arm64: a function's frame record sits just below its entry stack
+ * pointer, so its saved link register is 8 bytes under it */
+#define ENTRY_ABOVE_SLOT 8
 #else
 #define TEST_REG_FP 6
 #define TEST_REG_SP 7
+/* x86-64: the call pushed the return address at the entry stack pointer */
+#define ENTRY_ABOVE_SLOT 0
 #endif
 
-/* Kernels before 6.11 leave the trampoline (T) of pending uretprobes in
- * the chain as well as in the stack copy: the thread's own list of them
- * (innermost first, by entry stack pointer) gives each its real return
- * address: a stack slot the one whose entry stack pointer is the lowest
- * at or above it, the chain in order, past the functions that have not
- * saved their frame (entry stack pointer at or below the frame
- * pointer). */
-static void pending_returns_put_back(void **state)
+static const uint64_t T = 0x7ffff7ff9000, SP = 0x7ffd0000;
+
+/* A trampoline read from a stack slot is the return of the function
+ * whose slot it is: x86-64 exactly its entry stack pointer (an entry a
+ * longjmp left behind matches nothing); arm64 the lowest entry above the
+ * slot, never a callee's that entered right at it. */
+static void a_slot_names_its_own_return(void **state)
 {
-	const uint64_t T = 0xffffffffff600000, SP = 0x7ffd0000;
 	const struct sampler_return ret[] = {
-		{ SP + 0x08, 0xa1 }, /* not yet in the chain: at or below the frame pointer */
-		{ SP + 0x18, 0xb2 },
-		{ SP + 0x40, 0xc3 },
+		{ SP + 0x18 + ENTRY_ABOVE_SLOT, 0xa1 },
+		{ SP + 0x28, 0xdead }, /* no slot of x86-64 holds it */
+		{ SP + 0x40 + ENTRY_ABOVE_SLOT, 0xc3 },
 	};
-	uint64_t regs[40] = { 0 }, words[10] = { 1, T, 2, T, 3, 4, 5, T, T, T };
-	uint64_t chain[] = { 0x10, T, 0x20, T, 0x30, T };
-	struct restore_returns r = { regs, (uint8_t *)words, sizeof(words), chain, 6 };
+	const struct pending_returns p = { T, ret, 3 };
+
+	(void)state;
+	assert_int_equal(unwind_return_at(&p, SP + 0x18), 0xa1);
+	assert_int_equal(unwind_return_at(&p, SP + 0x40), 0xc3);
+	assert_int_equal(unwind_return_at(&p, SP + 0x80), 0);
+	assert_true(unwind_is_trampoline(&p, T));
+	assert_false(unwind_is_trampoline(&p, T + 8));
+	assert_false(unwind_is_trampoline(NULL, T));
+#if defined(__aarch64__)
+	/* a callee that entered at the slot is not the slot's function */
+	assert_int_equal(unwind_return_at(&p, SP + 0x20), 0xdead);
+	/* saved by code with pointer authentication: signed */
+	assert_true(unwind_is_trampoline(&p, T | (0x2bull << 48)));
+#else
+	assert_int_equal(unwind_return_at(&p, SP + 0x30), 0);
+	assert_false(unwind_is_trampoline(&p, T | (0x2bull << 48)));
+#endif
+}
+
+/* Writes a frame record at ADDR of the stack copy W (from SP): the
+ * caller's record NEXT and the return RET. */
+static void frame_record(uint64_t *w, uint64_t addr, uint64_t next, uint64_t ret)
+{
+	w[(addr - SP) / 8] = next;
+	w[(addr - SP) / 8 + 1] = ret;
+}
+
+/* Kernels before 6.11 leave the trampoline in the chain: each chain
+ * entry gets the return of the slot it was read from, found by
+ * following the frame records through the stack copy. A probed function
+ * built without frame pointers (B) is on the list but not in the chain,
+ * and must not shift the returns of those above it. */
+static void chain_returns_go_by_slot(void **state)
+{
+	const struct sampler_return ret[] = {
+		{ SP + 0x18 + ENTRY_ABOVE_SLOT, 0xa1 }, /* A: record at SP+0x10 */
+		{ SP + 0x48, 0xb9 },                    /* B: no frame record */
+		{ SP + 0x58 + ENTRY_ABOVE_SLOT, 0xc3 }, /* C: record at SP+0x50 */
+	};
+	const struct pending_returns p = { T, ret, 3 };
+	uint64_t regs[40] = { 0 }, words[16] = { 0 }, chain[] = { 0x10, T, 0x77, T };
 
 	(void)state;
 	regs[TEST_REG_SP] = SP;
-	regs[TEST_REG_FP] = SP + 0x08;
-	unwind_restore_returns(&r, T, ret, 3);
-	/* slots SP+8, SP+0x18, SP+0x38 and SP+0x40; SP+0x48 is above them all */
-	assert_memory_equal(words, ((uint64_t[]){ 1, 0xa1, 2, 0xb2, 3, 4, 5, 0xc3, 0xc3, T }),
-			    sizeof(words));
-	assert_memory_equal(chain, ((uint64_t[]){ 0x10, 0xb2, 0x20, 0xc3, 0x30, T }), sizeof(chain));
-#if defined(__aarch64__)
-	/* in a probed function's prologue its return is in the link register */
-	regs[30] = T;
-	unwind_restore_returns(&r, T, ret, 3);
-	assert_int_equal(regs[30], 0xa1);
-#endif
+	regs[TEST_REG_FP] = SP + 0x10;
+	frame_record(words, SP + 0x10, SP + 0x30, T);
+	frame_record(words, SP + 0x30, SP + 0x50, 0x77);
+	frame_record(words, SP + 0x50, 0, T);
+	unwind_restore_chain(chain, 4, regs, (const uint8_t *)words, sizeof(words), &p);
+	assert_memory_equal(chain, ((uint64_t[]){ 0x10, 0xa1, 0x77, 0xc3 }), sizeof(chain));
+}
+
+/* Without the slots (no stack copy, or records past it) the returns go
+ * in the list's order: a chained entry (a tail call into a probed
+ * function: the kernel's second entry repeats the first's stack and
+ * return) counts once, and a function whose entry is at or below the
+ * frame pointer has not made its frame record, so is not in the chain. */
+static void chain_returns_in_order_without_slots(void **state)
+{
+	const struct sampler_return chained[] = { { SP + 0x18, 0xf1 }, { SP + 0x18, 0xf1 },
+						  { SP + 0x58, 0x41 } };
+	const struct sampler_return prologue[] = { { SP + 0x08, 0xa0 }, { SP + 0x200, 0xb0 } };
+	const struct pending_returns p1 = { T, chained, 3 }, p2 = { T, prologue, 2 };
+	uint64_t one[] = { 0x10, T, T }, two[] = { 0x10, T }, regs[40] = { 0 }, words[4] = { 0 };
+
+	(void)state;
+	unwind_restore_chain(one, 3, NULL, NULL, 0, &p1);
+	assert_memory_equal(one, ((uint64_t[]){ 0x10, 0xf1, 0x41 }), sizeof(one));
+	regs[TEST_REG_SP] = SP;
+	regs[TEST_REG_FP] = SP + 0x100; /* past the 32-byte copy */
+	unwind_restore_chain(two, 2, regs, (const uint8_t *)words, sizeof(words), &p2);
+	assert_memory_equal(two, ((uint64_t[]){ 0x10, 0xb0 }), sizeof(two));
 	/* no trampoline known: nothing changes */
-	chain[1] = T;
-	unwind_restore_returns(&r, 0, ret, 3);
-	assert_int_equal(chain[1], T);
+	two[1] = T;
+	unwind_restore_chain(two, 2, NULL, NULL, 0, &(struct pending_returns){ 0, prologue, 2 });
+	assert_int_equal(two[1], T);
 }
 
 static void went_off(struct sampler *s, pid_t tid, uint64_t out_ns)
@@ -338,7 +396,9 @@ int main(void)
 		cmocka_unit_test(a_walk_cut_at_its_limit_is_believed),
 		cmocka_unit_test(a_switch_in_ends_the_latest_switch_out),
 		cmocka_unit_test(trampolines_take_the_chains_returns),
-		cmocka_unit_test(pending_returns_put_back),
+		cmocka_unit_test(a_slot_names_its_own_return),
+		cmocka_unit_test(chain_returns_go_by_slot),
+		cmocka_unit_test(chain_returns_in_order_without_slots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -197,19 +197,23 @@ share_of " in heavy" 30 90 ';heavy(;|$)' '(^|;)main;'
 # trampoline in its own frame-pointer chain too. By BPF with the kernel's
 # BTF a sample carries the thread's list of pending returns, which puts
 # the real address back: in_span's caller, span, shows.
-if [ $SPANS_OK = 1 ]; then
-	t_begin "sampling by $SAMPLE_BY: a probed function's caller shows under its pending return"
+# Two probed functions, one inside the other, with frame pointers (the
+# chain) and without (DWARF from the stack copy, the link register saved
+# wherever the compiler put it).
+for prog in sample_burn sample_burn-nofp; do
+	[ $SPANS_OK = 1 ] || break
+	t_begin "sampling by $SAMPLE_BY: probed functions' callers show under their pending returns ($prog)"
 	if [ $SAMPLE_BY = BPF ] && [ $BTF_OK = 1 ]; then
 		out=$(fresh_dir)
-		"$PMETRICS" record -o "$out" --sample=99 --probe "IN_SPAN=$PROGS/sample_burn:in_span" -- \
-			"$PROGS/sample_burn" span 3 >/dev/null 2>"$T_TMP/err"
+		"$PMETRICS" record -o "$out" --sample=99 --probe "IN_SPAN=$PROGS/$prog:in_span" \
+			--probe "SPAN=$PROGS/$prog:span" -- "$PROGS/$prog" span 3 >/dev/null 2>"$T_TMP/err"
 		rc=$?
 		"$PMETRICS" report "$out" --format folded >/dev/null 2>>"$T_TMP/err"
-		share_of " in in_span" 30 90 ';in_span(;|$)' ';span;in_span(;|$)'
+		share_of " in in_span" 30 90 ';in_span(;|$)' ';main;span;in_span(;|$)'
 	else
 		t_skip "the list of pending returns is read by BPF with the kernel's BTF; here sampling is by $SAMPLE_BY$([ $BTF_OK = 1 ] || echo ', without BTF')"
 	fi
-fi
+done
 
 # A sample taken while the kernel works for the program (reads of
 # /dev/zero) has the kernel's frames: a user-code sample is told from a
