@@ -266,6 +266,16 @@ static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at, stru
 	return n * 8;
 }
 
+/* Where the current task left its user code, from the top of its user
+ * stack: the way without the task's own record of its registers. */
+static __always_inline __u64 user_leaf_by_stack(void *ctx)
+{
+	__u64 ip = 0;
+
+	bpf_get_stack(ctx, &ip, sizeof(ip), BPF_F_USER_STACK);
+	return ip;
+}
+
 #ifndef PMETRICS_NO_BTF
 /* The registers the current task's user code left with, from the task's
  * own record of them: there for every sample. */
@@ -274,9 +284,14 @@ static __always_inline struct pt_regs *saved_user_regs(struct pt_regs *interrupt
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
-/* Where the current task left its user code (it is in the kernel). */
+/* Where the current task left its user code (it is in the kernel). The
+ * task's record needs the kernel's own BTF, which the loader says by
+ * copy_stacks in this build (a --btf file is not enough): without it
+ * the branch is dead and the verifier never sees the helpers. */
 static __always_inline __u64 user_leaf(void *ctx)
 {
+	if (!copy_stacks)
+		return user_leaf_by_stack(ctx);
 	return PT_REGS_IP((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 }
 #else
@@ -289,10 +304,7 @@ static __always_inline struct pt_regs *saved_user_regs(struct pt_regs *interrupt
 
 static __always_inline __u64 user_leaf(void *ctx)
 {
-	__u64 ip = 0;
-
-	bpf_get_stack(ctx, &ip, sizeof(ip), BPF_F_USER_STACK);
-	return ip;
+	return user_leaf_by_stack(ctx);
 }
 #endif
 
