@@ -383,15 +383,25 @@ static bool in_interpreter(uint64_t pc, void *arg)
 	return f.in_file && f.dev == at->p->py.interp_dev && f.ino == at->p->py.interp_ino;
 }
 
+/* One word of process *ARG's memory. */
+static bool read_live_word(uint64_t addr, uint64_t *word, void *arg)
+{
+	return python_read_memory(*(const pid_t *)arg, word, sizeof(*word), addr) == 0;
+}
+
 /* R's frame-pointer chain with the real return addresses of its pending
  * uretprobes where the kernel left its trampoline: S's copy of it then. */
 static const uint64_t *chain_with_returns(struct sampler *s, const struct raw_sample *r,
 					  const struct pending_returns *returns)
 {
+	pid_t pid = r->pid;
+	struct stack_view v = { r->regs ? unwind_regs_sp(r->regs) : 0, r->stack, r->stack_len,
+				read_live_word, &pid };
+
 	if (!returns->n || r->n_user <= 1 || r->n_user > SAMPLER_MAX_USER)
 		return r->user;
 	memcpy(s->chain, r->user, (size_t)r->n_user * sizeof(*s->chain));
-	unwind_restore_chain(s->chain, r->n_user, r->regs, r->stack, r->stack_len, returns);
+	unwind_restore_chain(s->chain, r->n_user, r->regs, r->regs ? &v : NULL, returns);
 	return s->chain;
 }
 
@@ -418,7 +428,9 @@ static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p
 	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len,
 				returns.n ? &returns : NULL, s->dwarf, SAMPLER_MAX_USER,
 				with_python ? in_interpreter : NULL, &at);
-	unwind_take_chain_returns(s->dwarf, n_dwarf, chain, n_fp);
+	/* with the thread's list the walk read every return right itself */
+	if (!returns.n)
+		unwind_take_chain_returns(s->dwarf, n_dwarf, chain, n_fp);
 	whole = !with_python && n_dwarf > n_fp && n_fp > 0 &&
 		is_root_frame(s, r->pid, chain[n_fp - 1]);
 	if ((with_python && n_dwarf > 0) ||

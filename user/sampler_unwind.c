@@ -58,17 +58,27 @@ uint64_t unwind_regs_sp(const uint64_t *regs)
 	return REGS_COUNT ? regs[REG_SP] : 0;
 }
 
+/* The bits of an address in WORD, as P's trampoline is compared with it.
+ * arm64: code built with pointer authentication saves a return address
+ * with its signature in the bits above the user address, whose width
+ * (48 bits, or 52) the trampoline's own address bounds from below. */
+static uint64_t address_bits(const struct pending_returns *p, uint64_t word)
+{
 #if defined(__aarch64__)
-/* A return address saved by code built with pointer authentication
- * carries its signature in the bits above the 48-bit user address. */
-#define USER_ADDR_MASK ((1ull << 48) - 1)
+	int bits = 64 - __builtin_clzll(p->trampoline | 1);
+
+	if (bits < 48)
+		bits = 48;
+	return bits >= 64 ? word : word & ((1ull << bits) - 1);
 #else
-#define USER_ADDR_MASK (~0ull)
+	(void)p;
+	return word;
 #endif
+}
 
 bool unwind_is_trampoline(const struct pending_returns *p, uint64_t word)
 {
-	return p && p->trampoline && (word & USER_ADDR_MASK) == p->trampoline;
+	return p && p->trampoline && address_bits(p, word) == p->trampoline;
 }
 
 /* The pending return with the lowest entry stack pointer at or above
@@ -390,44 +400,56 @@ static uint64_t next_in_order(const struct pending_returns *p, int *next, uint64
 	return 0;
 }
 
-void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs, const uint8_t *stack,
-			  size_t stack_len, const struct pending_returns *p)
+/* The word at ADDR of sampled stack V: from its copy, else (V's READ)
+ * from the live process, never below the stack pointer. */
+static bool stack_word(const struct stack_view *v, uint64_t addr, uint64_t *word)
 {
-	uint64_t sp = regs && REGS_COUNT ? regs[REG_SP] : 0, fp = regs && REGS_COUNT ? regs[REG_FP] : 0;
-	uint64_t above = fp, word = 0, real;
+	if (addr < v->sp)
+		return false;
+	if (addr - v->sp < v->len && v->len - (addr - v->sp) >= sizeof(*word)) {
+		memcpy(word, v->copy + (addr - v->sp), sizeof(*word));
+		return true;
+	}
+	return v->read && v->read(addr, word, v->arg);
+}
+
+void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs,
+			  const struct stack_view *v, const struct pending_returns *p)
+{
+	uint64_t fp = regs && REGS_COUNT ? regs[REG_FP] : 0, above = fp, word = 0, real;
 	const struct sampler_return *r;
-	bool slots_known = regs && stack && REGS_COUNT;
+	bool slots_known = regs && REGS_COUNT && v && v->sp == regs[REG_SP];
 	int next = 0;
 
 	if (!p || !p->trampoline || p->n <= 0)
 		return;
 	/* The chain is the leaf's pc, then the return address beside each
 	 * frame record from the frame pointer up (x86-64 and arm64 alike:
-	 * [fp] the caller's record, [fp + 8] the return). While the records
-	 * are in the stack copy each entry's slot is known, and the copy
-	 * must hold what the chain does there; past it (or without one)
-	 * the returns go in the list's order, those of functions whose frame
-	 * record is not made yet (entry at or below the frame pointer) left
-	 * out. */
+	 * [fp] the caller's record, [fp + 8] the return). Followed through
+	 * the stack, each entry's slot is known while the stack holds there
+	 * what the chain does, or the trampoline (a kernel from 6.11 puts
+	 * returns in its chain by the list's order alone, which a chained
+	 * entry or a probed function without a frame record misleads): the
+	 * slot's own return is taken. Where the records cannot be followed
+	 * the list's order is all there is, those of functions whose frame
+	 * record is not made yet (entry at or below the frame pointer) and
+	 * those matched to slots below left out. */
 	for (int i = 1; i < n_chain; i++) {
-		slots_known = slots_known && fp >= sp && fp - sp < stack_len &&
-			      stack_len - (fp - sp) >= 16;
-		if (slots_known)
-			memcpy(&word, stack + (fp - sp) + 8, sizeof(word));
-		slots_known = slots_known && (word == chain[i] ||
-					      (word & USER_ADDR_MASK) == chain[i]);
-		if (unwind_is_trampoline(p, chain[i])) {
-			r = slots_known ? return_in_slot(p, fp + 8) : NULL;
-			real = r ? r->ret : slots_known ? 0 : next_in_order(p, &next, &above);
-			if (r && r->stack > above)
-				above = r->stack;
-			if (real)
-				chain[i] = real;
-		} else if (slots_known && fp + 8 > above) {
-			above = fp + 8;
+		slots_known = slots_known && fp <= UINT64_MAX - 16 && stack_word(v, fp + 8, &word) &&
+			      (address_bits(p, word) == address_bits(p, chain[i]) ||
+			       unwind_is_trampoline(p, word));
+		if (slots_known) {
+			r = unwind_is_trampoline(p, word) ? return_in_slot(p, fp + 8) : NULL;
+			if (r)
+				chain[i] = r->ret;
+			if ((r ? r->stack : fp + 8) > above)
+				above = r ? r->stack : fp + 8;
+			real = fp;
+			slots_known = stack_word(v, fp, &fp) && fp > real;
+		} else if (unwind_is_trampoline(p, chain[i]) &&
+			   (real = next_in_order(p, &next, &above))) {
+			chain[i] = real;
 		}
-		if (slots_known)
-			memcpy(&fp, stack + (fp - sp), sizeof(fp));
 	}
 }
 

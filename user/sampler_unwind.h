@@ -70,13 +70,23 @@ bool unwind_is_trampoline(const struct pending_returns *p, uint64_t word);
 /* The real return address of the trampoline read from stack slot SLOT;
  * 0: no pending return of P has its address there. */
 uint64_t unwind_return_at(const struct pending_returns *p, uint64_t slot);
+/* A sampled stack: COPY, LEN bytes from the stack pointer SP up, and
+ * READ(addr, &word, ARG) for the words past it (NULL: none). */
+struct stack_view {
+	uint64_t sp;
+	const uint8_t *copy;
+	size_t len;
+	bool (*read)(uint64_t addr, uint64_t *word, void *arg);
+	void *arg;
+};
+
 /* Puts P's real return addresses back in a frame-pointer chain (CHAIN,
- * N_CHAIN addresses, leaf first) where it holds the trampoline: by the
+ * N_CHAIN addresses, leaf first) where the trampoline stood: by the
  * slot each entry was read from, found by following the frame records
- * through the sample's stack copy (REGS, STACK, STACK_LEN; NULL: none),
- * else in the list's order. */
-void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs, const uint8_t *stack,
-			  size_t stack_len, const struct pending_returns *p);
+ * from REGS (NULL: none) through the stack V (NULL: none), else in the
+ * list's order. */
+void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs,
+			  const struct stack_view *v, const struct pending_returns *p);
 
 /* Whether DWARF's walk (N_DWARF addresses, leaf first) of a sample is to
  * be believed over its frame-pointer chain FP (N_FP): when it goes

@@ -279,8 +279,45 @@ static void chain_returns_go_by_slot(void **state)
 	frame_record(words, SP + 0x10, SP + 0x30, T);
 	frame_record(words, SP + 0x30, SP + 0x50, 0x77);
 	frame_record(words, SP + 0x50, 0, T);
-	unwind_restore_chain(chain, 4, regs, (const uint8_t *)words, sizeof(words), &p);
+	unwind_restore_chain(chain, 4, regs, &(struct stack_view){ SP, (const uint8_t *)words,
+								sizeof(words), NULL, NULL }, &p);
 	assert_memory_equal(chain, ((uint64_t[]){ 0x10, 0xa1, 0x77, 0xc3 }), sizeof(chain));
+}
+
+/* The words of the test's live stack past a copy: ARG is the whole
+ * stack from SP, 64 words. */
+static bool read_test_stack(uint64_t addr, uint64_t *word, void *arg)
+{
+	if (addr < SP || addr - SP > 63 * 8)
+		return false;
+	*word = ((const uint64_t *)arg)[(addr - SP) / 8];
+	return true;
+}
+
+/* A kernel from 6.11 puts returns back in its chain by the list's order
+ * alone: a chained entry (G, a tail call from probed F into probed G,
+ * repeating F's stack and return) gives H's slot F's return. The
+ * slots, still holding the trampoline, say whose each is; the records
+ * are followed past the copy (here 32 bytes) in the live stack. */
+static void chain_returns_by_slot_over_the_kernels_order(void **state)
+{
+	const struct sampler_return ret[] = {
+		{ SP + 0x18 + ENTRY_ABOVE_SLOT, 0xf1 }, /* G, chained: F's slot and return */
+		{ SP + 0x18 + ENTRY_ABOVE_SLOT, 0xf1 }, /* F */
+		{ SP + 0x58 + ENTRY_ABOVE_SLOT, 0x41 }, /* H: record at SP+0x50, past the copy */
+	};
+	const struct pending_returns p = { T, ret, 3 };
+	uint64_t regs[40] = { 0 }, words[64] = { 0 }, chain[] = { 0x10, 0xf1, 0xf1, 0x99 };
+
+	(void)state;
+	regs[TEST_REG_SP] = SP;
+	regs[TEST_REG_FP] = SP + 0x10;
+	frame_record(words, SP + 0x10, SP + 0x50, T);
+	frame_record(words, SP + 0x50, SP + 0x70, T);
+	frame_record(words, SP + 0x70, 0, 0x99);
+	unwind_restore_chain(chain, 4, regs, &(struct stack_view){ SP, (const uint8_t *)words, 32,
+								read_test_stack, words }, &p);
+	assert_memory_equal(chain, ((uint64_t[]){ 0x10, 0xf1, 0x41, 0x99 }), sizeof(chain));
 }
 
 /* Without the slots (no stack copy, or records past it) the returns go
@@ -297,15 +334,16 @@ static void chain_returns_in_order_without_slots(void **state)
 	uint64_t one[] = { 0x10, T, T }, two[] = { 0x10, T }, regs[40] = { 0 }, words[4] = { 0 };
 
 	(void)state;
-	unwind_restore_chain(one, 3, NULL, NULL, 0, &p1);
+	unwind_restore_chain(one, 3, NULL, NULL, &p1);
 	assert_memory_equal(one, ((uint64_t[]){ 0x10, 0xf1, 0x41 }), sizeof(one));
 	regs[TEST_REG_SP] = SP;
 	regs[TEST_REG_FP] = SP + 0x100; /* past the 32-byte copy */
-	unwind_restore_chain(two, 2, regs, (const uint8_t *)words, sizeof(words), &p2);
+	unwind_restore_chain(two, 2, regs, &(struct stack_view){ SP, (const uint8_t *)words,
+							      sizeof(words), NULL, NULL }, &p2);
 	assert_memory_equal(two, ((uint64_t[]){ 0x10, 0xb0 }), sizeof(two));
 	/* no trampoline known: nothing changes */
 	two[1] = T;
-	unwind_restore_chain(two, 2, NULL, NULL, 0, &(struct pending_returns){ 0, prologue, 2 });
+	unwind_restore_chain(two, 2, NULL, NULL, &(struct pending_returns){ 0, prologue, 2 });
 	assert_int_equal(two[1], T);
 }
 
@@ -398,6 +436,7 @@ int main(void)
 		cmocka_unit_test(trampolines_take_the_chains_returns),
 		cmocka_unit_test(a_slot_names_its_own_return),
 		cmocka_unit_test(chain_returns_go_by_slot),
+		cmocka_unit_test(chain_returns_by_slot_over_the_kernels_order),
 		cmocka_unit_test(chain_returns_in_order_without_slots),
 	};
 
