@@ -26,16 +26,6 @@ const volatile struct span_engine_config engine = {
 	.returns_need_entry = 1,
 };
 
-/* One call between its entry and its return. */
-struct pending_call {
-	__u64 start_ns;
-	__u64 entry_sp;  /* stack pointer at entry: identifies its return */
-	__u64 key;       /* the tracer's identity of the call (Python: frame) */
-	__u64 aux;       /* the tracer's own (Python: the generator stepped) */
-	__u32 probe;     /* the tracer's probe: span id or table index */
-	__u32 flags;     /* CALL_* */
-};
-
 /* The call's span begins and ends with it: its resource context (if any)
  * is dropped when the call is unwound or its thread exits. */
 #define CALL_OWNS_CONTEXT 0x1
@@ -44,11 +34,6 @@ struct pending_call {
 /* The making of a Python coroutine or generator object. */
 #define CALL_CREATION 0x4
 
-struct call_stack {
-	__u32 depth;
-	__u32 tgid;
-	struct pending_call calls[SPAN_MAX_DEPTH];
-};
 
 /* Threads with a call stack: created at a thread's first traced entry,
  * deleted when it exits. Preallocated (run-time allocation in tracing
@@ -163,6 +148,7 @@ static __always_inline struct pending_call *call_stack_push(struct call_stack *s
 	call->entry_sp = sp;
 	call->key = 0;
 	call->aux = 0;
+	call->ret = 0;
 	call->probe = 0;
 	call->flags = 0;
 	st->depth = d + 1;
@@ -215,6 +201,7 @@ static __always_inline struct pending_call *call_stack_pop(struct call_stack *st
 		if (call->entry_sp > sp)
 			break; /* a shallower call: this return has no entry */
 		st->depth = d - 1;
+		st->last_return_ns = bpf_ktime_get_ns();
 		*depth = d - 1;
 		if (call->entry_sp == sp)
 			return call;

@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define PY_READ(ctx, dst, size, addr) \
 	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
 #include "sampler_event.h"
+#include "span_event.h"
 
 /* A sample is built here, then copied into the ring at its true size
  * (most of the Python frame slots are empty). Two per CPU: sched_switch
@@ -308,6 +309,46 @@ static __always_inline __u64 user_leaf(void *ctx)
 }
 #endif
 
+/* The native probes' calls in progress, by thread: the span engine's
+ * map, shared by the loader (else empty), each call with the return
+ * address read at its entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* the span engine's size when shared */
+	__type(key, __u32);
+	__type(value, struct call_stack);
+} call_stacks SEC(".maps");
+
+/* The current thread TID's native probed calls in progress as pending
+ * returns, innermost first, at S's packed offset AT: where the kernel's
+ * own list cannot be read (no BTF), the span engine's record of the
+ * same returns, as of this moment. The trampoline is left for user
+ * space to find ("[uprobes]" in the process's maps). Returns the bytes
+ * written. */
+static __always_inline __u32 open_call_returns(struct sample_scratch *s, __u32 at, __u32 tid)
+{
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
+	struct sampler_return *out;
+	__u32 n = 0, depth;
+
+	if (!st || at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
+				8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+		return 0;
+	out = (struct sampler_return *)((__u8 *)s->e.py + at);
+	depth = st->depth;
+	/* every call taken as it is, one path through the loop for the
+	 * verifier (a call whose return was not read has ret 0: user space
+	 * passes it over) */
+	for (; n < SAMPLER_RETURNS && n < depth; n++) {
+		struct pending_call *c = &st->calls[(depth - 1 - n) & (SPAN_MAX_DEPTH - 1)];
+
+		out[n].stack = c->entry_sp;
+		out[n].ret = c->ret;
+	}
+	s->e.n_returns = n;
+	return n * sizeof(*out);
+}
+
 #ifndef PMETRICS_NO_BTF
 /* The current thread's pending uretprobes, innermost first (the kernel's
  * list order), written at S's packed offset AT, with the trampoline
@@ -321,13 +362,14 @@ static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 	struct return_instance *ri;
 	__u32 n;
 
-	if (!bpf_core_field_exists(task->utask) ||
-	    at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
-			 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+	if (!bpf_core_field_exists(task->utask))
+		return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
+	if (at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
+		     8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
 		return 0;
 	ri = BPF_CORE_READ(task, utask, return_instances);
 	if (!ri)
-		return 0;
+		return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
 	s->e.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 	out = (struct sampler_return *)((__u8 *)s->e.py + at);
 	for (n = 0; n < SAMPLER_RETURNS && ri; n++) {
@@ -342,7 +384,7 @@ static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 /* Without BTF the kernel's record of them cannot be found. */
 static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 {
-	return 0;
+	return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
 }
 #endif
 

@@ -22,6 +22,21 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the loader before load. */
 const volatile bool follow_children = true;
 
+/* The address the probed function returns to, at its entry: still the
+ * real one (the kernel swaps it for its trampoline after the entry's
+ * programs ran). x86-64: at the stack pointer; arm64: the link register. */
+static __always_inline __u64 entry_return_address(struct pt_regs *ctx)
+{
+#if defined(__TARGET_ARCH_arm64)
+	return PT_REGS_RET(ctx);
+#else
+	__u64 ret = 0;
+
+	bpf_probe_read_user(&ret, sizeof(ret), (const void *)PT_REGS_SP(ctx));
+	return ret;
+#endif
+}
+
 SEC("uprobe")
 int BPF_KPROBE(span_enter)
 {
@@ -39,6 +54,7 @@ int BPF_KPROBE(span_enter)
 	if (!call)
 		return 0;
 	call->probe = (__u32)bpf_get_attach_cookie(ctx);
+	call->ret = entry_return_address(ctx);
 	if (engine.resources) {
 		struct span_context_key key;
 

@@ -16,6 +16,34 @@
  * a return event: we stop pushing at the same depth and count the loss. */
 #define SPAN_MAX_DEPTH 64
 
+/* One call between its entry and its return. */
+struct pending_call {
+	__u64 start_ns;
+	__u64 entry_sp;  /* stack pointer at entry: identifies its return */
+	__u64 key;       /* the tracer's identity of the call (Python: frame) */
+	__u64 aux;       /* the tracer's own (Python: the generator stepped) */
+	__u32 probe;     /* the tracer's probe: span id or table index */
+	__u32 flags;     /* CALL_* */
+	/* Native calls: the address the call returns to, read at entry
+	 * (before the return probe swaps it for the kernel's trampoline):
+	 * what a CPU sample inside the call needs to see its caller where
+	 * the kernel does not say it. 0: not read. */
+	__u64 ret;
+};
+
+/* The calls of one thread entered and not yet returned, outermost
+ * first: the value of the span engine's call_stacks map, by thread ID
+ * (the sampler reads it too). */
+struct call_stack {
+	__u32 depth;
+	__u32 tgid;
+	/* when a call last returned (or was unwound): a reader that comes
+	 * later than a sample knows whether the calls pending at the sample
+	 * are still all here */
+	__u64 last_return_ns;
+	struct pending_call calls[SPAN_MAX_DEPTH];
+};
+
 /* Probes one capture can carry (probe_id < SPAN_MAX_PROBES). */
 #define SPAN_MAX_PROBES 64
 

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <bpf/bpf.h>
+
 #include "cli.h"
 #include "elf_symbols.h"
 #include "profile/profile_writer.h"
@@ -89,8 +91,10 @@ struct sampler {
 	struct native_frame native[SAMPLER_MAX_USER];
 	uint64_t dwarf[SAMPLER_MAX_USER];
 	/* one sample's chain with the real return addresses of its pending
-	 * uretprobes put back */
+	 * uretprobes put back; its thread's native calls in progress */
 	uint64_t chain[SAMPLER_MAX_USER];
+	struct call_stack open_calls;
+	struct sampler_return open_returns[SAMPLER_RETURNS];
 	char text[MAX_FRAMES][FRAME_TEXT];
 	const char *frames[MAX_FRAMES];
 };
@@ -405,6 +409,73 @@ static const uint64_t *chain_with_returns(struct sampler *s, const struct raw_sa
 	return s->chain;
 }
 
+/* P's uretprobe trampoline: the "[uprobes]" page, mapped at the first
+ * probe hit in P, looked for at most once a second until then. */
+static uint64_t trampoline_of(struct proc_state *p, uint64_t now)
+{
+	struct proc_map *maps = NULL;
+	int n;
+
+	if (!p || p->trampoline || (p->trampoline_look_ns && now - p->trampoline_look_ns < 1000000000ull))
+		return p ? p->trampoline : 0;
+	p->trampoline_look_ns = now;
+	n = proc_maps_read(p->pid, &maps);
+	for (int i = 0; i < n && !p->trampoline; i++)
+		if (maps[i].path && strcmp(maps[i].path, "[uprobes]") == 0)
+			p->trampoline = maps[i].start;
+	if (n >= 0)
+		proc_maps_free(maps, n);
+	return p->trampoline;
+}
+
+/* Whether a return slot names its own call exactly (x86-64: at the
+ * entry stack pointer), so that a list missing that call matches the
+ * slot to nothing rather than to an outer call (arm64: the lowest entry
+ * above the slot). */
+#if defined(__x86_64__)
+#define ENTRY_MATCHES_ITS_SLOT 1
+#else
+#define ENTRY_MATCHES_ITS_SLOT 0
+#endif
+
+/* The pending returns of R's thread where the sample brings none of the
+ * kernel's: its native probed calls in progress, innermost first, each
+ * with the return address read at its entry (the span engine's
+ * call_stacks), taken with the sample by BPF, or read here as the
+ * sample is handled, a moment after it was taken. A call that returned
+ * since is missing then: where its slot would be matched to an outer
+ * call instead, the record is used only if no call returned since the
+ * sample. */
+static struct pending_returns open_call_returns(struct sampler *s, struct proc_state *p,
+						const struct raw_sample *r)
+{
+	struct pending_returns none = { 0 };
+	__u32 tid = (__u32)r->tid;
+	int n = 0, depth;
+
+	if (r->n_returns && r->trampoline)
+		return (struct pending_returns){ r->trampoline, r->returns, r->n_returns };
+	if (r->n_returns) {
+		/* the span engine's record, taken with the sample by BPF */
+		for (int i = 0; i < r->n_returns && n < SAMPLER_RETURNS; i++)
+			if (r->returns[i].ret)
+				s->open_returns[n++] = r->returns[i];
+	} else if (s->cfg.call_stacks_fd > 0 && !s->cfg.use_bpf &&
+		   bpf_map_lookup_elem(s->cfg.call_stacks_fd, &tid, &s->open_calls) == 0 &&
+		   (ENTRY_MATCHES_ITS_SLOT || s->open_calls.last_return_ns <= r->mono_ns)) {
+		depth = s->open_calls.depth < SPAN_MAX_DEPTH ? (int)s->open_calls.depth
+							      : SPAN_MAX_DEPTH;
+		for (int i = depth - 1; i >= 0 && n < SAMPLER_RETURNS; i--)
+			if (s->open_calls.calls[i].ret &&
+			    s->open_calls.calls[i].start_ns <= r->mono_ns)
+				s->open_returns[n++] = (struct sampler_return){
+					s->open_calls.calls[i].entry_sp, s->open_calls.calls[i].ret };
+	}
+	if (!n || !trampoline_of(p, monotonic_ns()))
+		return none;
+	return (struct pending_returns){ p->trampoline, s->open_returns, n };
+}
+
 /* The user frames of R, leaf first: DWARF from the registers and stack
  * copy when unwind_prefer_dwarf() believes it over the frame-pointer
  * chain. A chain that reaches a thread's first function is not proof of
@@ -412,12 +483,11 @@ static const uint64_t *chain_with_returns(struct sampler *s, const struct raw_sa
  * pointer as its caller set it (always so on arm64), and the chain then
  * skips every frame down to that caller's. With a Python stack only the
  * frames outside the interpreter are wanted. */
-static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p,
+static const uint64_t *user_frames(struct sampler *s, struct proc_state *p,
 				   const struct raw_sample *r, bool with_python, int *n)
 {
 	struct in_interpreter at = { s, p };
-	struct pending_returns returns = { r->trampoline, r->returns,
-					   r->trampoline && r->returns ? r->n_returns : 0 };
+	struct pending_returns returns = open_call_returns(s, p, r);
 	const uint64_t *chain = chain_with_returns(s, r, &returns);
 	int n_fp = r->n_user, n_dwarf;
 	bool whole;
@@ -428,9 +498,9 @@ static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p
 	n_dwarf = unwinder_walk(s->unw, r->pid, r->tid, r->regs, r->stack, r->stack_len,
 				returns.n ? &returns : NULL, s->dwarf, SAMPLER_MAX_USER,
 				with_python ? in_interpreter : NULL, &at);
-	/* with the thread's list the walk read every return right itself */
-	if (!returns.n)
-		unwind_take_chain_returns(s->dwarf, n_dwarf, chain, n_fp);
+	/* a trampoline the list had no entry for (a call that returned
+	 * before its sample was read) from a kernel chain that has it */
+	unwind_take_chain_returns(s->dwarf, n_dwarf, chain, n_fp, returns.n ? &returns : NULL);
 	whole = !with_python && n_dwarf > n_fp && n_fp > 0 &&
 		is_root_frame(s, r->pid, chain[n_fp - 1]);
 	if ((with_python && n_dwarf > 0) ||
@@ -446,7 +516,7 @@ static const uint64_t *user_frames(struct sampler *s, const struct proc_state *p
  * extension), up to the first of the interpreter's own frames, or the
  * first that is in no file (a frame-pointer chain broken by code built
  * without frame pointers, as CPython is). */
-static int native_kept(struct sampler *s, const struct proc_state *p, const struct raw_sample *r,
+static int native_kept(struct sampler *s, struct proc_state *p, const struct raw_sample *r,
 		       bool with_python, struct native_frame *nf)
 {
 	int keep = 0, n;

@@ -63,6 +63,12 @@ struct sampler_config {
 	/* BPF on perf events works here (pmetrics check's "CPU sampling"
 	 * capability); else the perf_event_open path. */
 	bool use_bpf;
+	/* The native probes' calls in progress (the span engine's
+	 * call_stacks map: struct call_stack by thread ID), whose return
+	 * addresses name a probed function's caller where the kernel
+	 * leaves its trampoline in a sample's stack and says nothing more;
+	 * 0 or below: none. */
+	int call_stacks_fd;
 };
 
 struct sampler;

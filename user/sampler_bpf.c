@@ -271,6 +271,12 @@ static int configure(struct bpf_source *b)
 
 		bpf_program__set_autoload(prog, on);
 	}
+	/* the native probes' calls in progress, where the span tracer runs */
+	if (c->call_stacks_fd > 0 &&
+	    bpf_map__reuse_fd(bpf_object__find_map_by_name(b->obj, "call_stacks"), c->call_stacks_fd)) {
+		cli_error("cannot share the span tracer's call stacks with the sampler");
+		return -EINVAL;
+	}
 	return bpf_loader_set_max_entries(bpf_object__find_map_by_name(b->obj, "samples"),
 					  (__u32)c->ringbuf_bytes, WHAT);
 }

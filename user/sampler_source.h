@@ -54,6 +54,9 @@ struct proc_state {
 	enum proc_kind kind;
 	struct python_proc py;
 	uint64_t first_seen_ns, last_look_ns;
+	/* the kernel's uretprobe trampoline in it ("[uprobes]", mapped at
+	 * its first probe hit; 0: not seen yet), and when maps were read */
+	uint64_t trampoline, trampoline_look_ns;
 };
 
 /* ---- the sampler, for its sources ------------------------------------- */

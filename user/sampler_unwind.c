@@ -366,13 +366,15 @@ bool unwind_prefer_dwarf(const uint64_t *fp, int n_fp, bool fp_whole, const uint
 	return seen == n_fp || (dwarf_cut && seen > 0);
 }
 
-void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp)
+void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp,
+			       const struct pending_returns *p)
 {
 	int n = n_dwarf < n_fp ? n_dwarf : n_fp, end;
 
 	for (int i = 1; i < n; i = end + 1) {
 		end = i;
-		if (dwarf[i] == fp[i] || dwarf[i - 1] != fp[i - 1])
+		if (dwarf[i] == fp[i] || dwarf[i - 1] != fp[i - 1] ||
+		    (p && p->trampoline && !unwind_is_trampoline(p, dwarf[i])))
 			continue;
 		while (end < n && dwarf[end] != fp[end] && dwarf[end] == dwarf[i])
 			end++;

@@ -51,7 +51,10 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
  * DWARF walks. Where the two walks agree on the frames around a run of
  * differing ones that are one and the same address (the trampoline),
  * DWARF's (N_DWARF, leaf first) take the chain's (FP, N_FP). */
-void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp);
+/* P (NULL: unknown) names the trampoline: only it is replaced, never an
+ * address the walk read right where the chain has another. */
+void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp,
+			       const struct pending_returns *p);
 
 /* Kernels before 6.11 leave the trampoline in their chain too, and no
  * walk got past it to a probed function's caller without the thread's

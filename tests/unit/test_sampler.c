@@ -192,16 +192,25 @@ static void trampolines_take_the_chains_returns(void **state)
 	const uint64_t fp1[] = { 1, 2, 3, 4 }, fp2[] = { 1, 2, 3, 4, 5 };
 	(void)state;
 
-	unwind_take_chain_returns(one, 6, fp1, 4);
+	unwind_take_chain_returns(one, 6, fp1, 4, NULL);
 	assert_memory_equal(one, ((uint64_t[]){ 1, 2, 3, 4, 5, 6 }), sizeof(one));
-	unwind_take_chain_returns(run, 5, fp2, 5);
+	unwind_take_chain_returns(run, 5, fp2, 5, NULL);
 	assert_memory_equal(run, fp2, sizeof(run));
 	/* no agreement after the run: a walk that went elsewhere is left */
-	unwind_take_chain_returns(astray, 4, fp1, 4);
+	unwind_take_chain_returns(astray, 4, fp1, 4, NULL);
 	assert_memory_equal(astray, ((uint64_t[]){ 1, T, 9, 4 }), sizeof(astray));
 	/* two different addresses are two frames the walks disagree on */
-	unwind_take_chain_returns(two, 4, fp1, 4);
+	unwind_take_chain_returns(two, 4, fp1, 4, NULL);
 	assert_memory_equal(two, ((uint64_t[]){ 1, 7, 8, 4 }), sizeof(two));
+	/* the trampoline known: it alone is replaced, never an address the
+	 * walk read where the chain (a kernel's fix by list order) differs */
+	uint64_t known[] = { 1, 7, 3, 4 }, tramp[] = { 1, T, 3, 4 };
+	const struct pending_returns p = { T, NULL, 0 };
+
+	unwind_take_chain_returns(known, 4, fp1, 4, &p);
+	assert_memory_equal(known, ((uint64_t[]){ 1, 7, 3, 4 }), sizeof(known));
+	unwind_take_chain_returns(tramp, 4, fp1, 4, &p);
+	assert_memory_equal(tramp, fp1, sizeof(tramp));
 }
 
 #if defined(__aarch64__)
