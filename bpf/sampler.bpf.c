@@ -55,11 +55,12 @@ struct {
 const volatile bool follow_children = true;
 /* Wake the loader only once this much is queued (it polls on a timer). */
 const volatile __u64 wakeup_bytes = 1 << 20;
-/* Copy user registers and stack for DWARF unwinding. The registers come
- * from the task's own record of them where the kernel's own BTF allows
- * it (bpf_get_current_task_btf), else from a CPU sample's context when
- * it interrupted user code. */
-const volatile bool copy_stacks = false;
+/* The kernel has BTF of its own (a --btf file is not enough): the
+ * current task's record of its user registers can be reached
+ * (bpf_get_current_task_btf). Else a stack copy takes them from a CPU
+ * sample's context when it interrupted user code, and the helpers that
+ * need that BTF sit in branches the verifier never walks. */
+const volatile bool own_btf = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -279,19 +280,19 @@ static __always_inline __u64 user_leaf_by_stack(void *ctx)
 
 #ifndef PMETRICS_NO_BTF
 /* The registers the current task's user code left with, from the task's
- * own record of them: there for every sample. */
+ * own record of them: there for every sample (with the kernel's own
+ * BTF; else those of a CPU sample that interrupted user code). */
 static __always_inline struct pt_regs *saved_user_regs(struct pt_regs *interrupted)
 {
+	if (!own_btf)
+		return interrupted;
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
-/* Where the current task left its user code (it is in the kernel). The
- * task's record needs the kernel's own BTF, which the loader says by
- * copy_stacks in this build (a --btf file is not enough): without it
- * the branch is dead and the verifier never sees the helpers. */
+/* Where the current task left its user code (it is in the kernel). */
 static __always_inline __u64 user_leaf(void *ctx)
 {
-	if (!copy_stacks)
+	if (!own_btf)
 		return user_leaf_by_stack(ctx);
 	return PT_REGS_IP((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 }
@@ -430,7 +431,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &kind);
 	struct py_proc *py = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 user_ip = interrupted ? PT_REGS_IP(interrupted) : 0;
-	bool native_stack = false, stack_copy = false;
+	bool native_stack = false;
 	__u64 size, leaf;
 	__u8 *packed;
 	long n;
@@ -468,7 +469,6 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 		s->e.n_user = stack_frames(n);
 		at += stack_bytes(n, 8 * SAMPLER_USER_FRAMES);
 		native_stack = true;
-		stack_copy = copy_stacks;
 	}
 	if (!user_ip) {
 		n = bpf_get_stack(ctx, packed + at, 8 * SAMPLER_KERNEL_FRAMES, 0);
@@ -479,7 +479,7 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	}
 	if (native_stack)
 		at += pending_returns(s, at);
-	if (stack_copy)
+	if (native_stack)
 		at += copy_stack(s, at, saved_user_regs(interrupted));
 	size = offsetof(struct sampler_sample, py) + at;
 	/* the bound the verifier needs, on the register it checks */

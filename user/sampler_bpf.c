@@ -252,7 +252,7 @@ static int configure(struct bpf_source *b)
 	const struct sampler_config *c = sampler_config(b->s);
 	bool *follow = bpf_loader_rodata(b->obj, "follow_children", sizeof(*follow));
 	__u64 *wakeup = bpf_loader_rodata(b->obj, "wakeup_bytes", sizeof(*wakeup));
-	bool *copy = bpf_loader_rodata(b->obj, "copy_stacks", sizeof(*copy));
+	bool *own_btf = bpf_loader_rodata(b->obj, "own_btf", sizeof(*own_btf));
 	const char *sw = switch_program(c->off_cpu);
 	struct bpf_program *prog;
 
@@ -261,9 +261,10 @@ static int configure(struct bpf_source *b)
 	*follow = c->follow_children;
 	*wakeup = c->ringbuf_bytes / 4;
 	/* the CO-RE object reaches a task's registers through the kernel's
-	 * own BTF only; the other takes a CPU sample's */
-	if (copy)
-		*copy = !b->core || bpf_loader_btf() == KERNEL_BTF_OWN;
+	 * own BTF only, not a --btf file's; else it takes a CPU sample's,
+	 * as the object built without BTF always does */
+	if (own_btf)
+		*own_btf = b->core && bpf_loader_btf() == KERNEL_BTF_OWN;
 	bpf_object__for_each_program(prog, b->obj) {
 		const char *name = bpf_program__name(prog);
 		bool on = strncmp(name, "sampler_task_", 13) == 0 ||

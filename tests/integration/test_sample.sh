@@ -237,6 +237,15 @@ native_tests() {
 		--sample="$HZ" -- "$PROGS/sample_burn-nofp" shares "$SECONDS_SHORT"; then
 		expect_check "sample_burn-nofp.nobtf.rooted" above "$out" heavy main 95
 	fi
+	# the same with a --btf file: the CO-RE object, which reaches a
+	# task's saved registers only with the kernel's own BTF, takes them
+	# from the CPU sample then
+	if [ -e /sys/kernel/btf/vmlinux ]; then
+		out=$(fresh_dir)
+		capture "sample_burn-nofp.btf-file" "$out" PMETRICS_TEST_PERF_FALLBACK=0 PMETRICS_TEST_NO_BTF=1 -- \
+			--btf /sys/kernel/btf/vmlinux --sample="$HZ" -- "$PROGS/sample_burn-nofp" shares "$SECONDS_SHORT" &&
+			expect_check "sample_burn-nofp.btf-file.rooted" above "$out" heavy main 95
+	fi
 
 	# CPU time the kernel spends for the program (reads of /dev/zero):
 	# its samples carry the kernel's frames under the program's
