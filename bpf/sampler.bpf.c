@@ -241,6 +241,12 @@ static __always_inline __u32 user_regs(struct pt_regs *r, __u64 *out)
 #endif
 }
 
+/* The most a sample's packed part holds before its pending returns: the
+ * Python frames and both stacks. The bound the verifier needs on AT
+ * before the returns and the stack copy are written after it. */
+#define PACKED_STACKS \
+	(PY_MAX_FRAMES * sizeof(struct py_frame_ref) + 8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+
 /* The user registers REGS (NULL: none to be had) and as much of
  * SAMPLER_STACK_COPY of the user stack as is mapped above their stack
  * pointer, written at S's packed offset AT. Returns the bytes written. */
@@ -250,9 +256,7 @@ static __always_inline __u32 copy_stack(struct sample_scratch *s, __u32 at, stru
 	__u64 *out, sp;
 	__u32 n;
 
-	if (!regs || at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
-				  8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES) +
-				  sizeof(struct sampler_return) * SAMPLER_RETURNS)
+	if (!regs || at > PACKED_STACKS + sizeof(struct sampler_return) * SAMPLER_RETURNS)
 		return 0;
 	out = (__u64 *)(dst + at);
 	n = user_regs(regs, out);
@@ -332,8 +336,7 @@ static __always_inline __u32 open_call_returns(struct sample_scratch *s, __u32 a
 	struct sampler_return *out;
 	__u32 n = 0, depth;
 
-	if (!st || at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
-				8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+	if (!st || at > PACKED_STACKS)
 		return 0;
 	out = (struct sampler_return *)((__u8 *)s->e.py + at);
 	depth = st->depth;
@@ -355,7 +358,7 @@ static __always_inline __u32 open_call_returns(struct sample_scratch *s, __u32 a
  * list order), written at S's packed offset AT, with the trampoline
  * they return to; include/sampler_event.h says why. Returns the bytes
  * written. */
-static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
+static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at, __u32 tid)
 {
 	/* not bpf_get_current_task_btf(): with --btf the kernel has none */
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
@@ -364,13 +367,12 @@ static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 	__u32 n;
 
 	if (!bpf_core_field_exists(task->utask))
-		return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
-	if (at > PY_MAX_FRAMES * sizeof(struct py_frame_ref) +
-		     8 * (SAMPLER_USER_FRAMES + SAMPLER_KERNEL_FRAMES))
+		return open_call_returns(s, at, tid);
+	if (at > PACKED_STACKS)
 		return 0;
 	ri = BPF_CORE_READ(task, utask, return_instances);
 	if (!ri)
-		return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
+		return open_call_returns(s, at, tid);
 	s->e.trampoline = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
 	out = (struct sampler_return *)((__u8 *)s->e.py + at);
 	for (n = 0; n < SAMPLER_RETURNS && ri; n++) {
@@ -383,9 +385,9 @@ static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
 }
 #else
 /* Without BTF the kernel's record of them cannot be found. */
-static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at)
+static __always_inline __u32 pending_returns(struct sample_scratch *s, __u32 at, __u32 tid)
 {
-	return open_call_returns(s, at, (__u32)bpf_get_current_pid_tgid());
+	return open_call_returns(s, at, tid);
 }
 #endif
 
@@ -477,10 +479,10 @@ static __always_inline int take_sample(void *ctx, __u32 kind, __u64 now, __u64 i
 	} else {
 		s->e.n_kernel = 0;
 	}
-	if (native_stack)
-		at += pending_returns(s, at);
-	if (native_stack)
+	if (native_stack) {
+		at += pending_returns(s, at, tid);
 		at += copy_stack(s, at, saved_user_regs(interrupted));
+	}
 	size = offsetof(struct sampler_sample, py) + at;
 	/* the bound the verifier needs, on the register it checks */
 	asm volatile("" : "+r"(size));
