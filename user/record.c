@@ -673,8 +673,7 @@ static int sampling_start(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.verbose = o->verbose,
 		.use_bpf = s->sampling_bpf,
-		.call_stacks_fd = s->spans ? bpf_map__fd(bpf_object__find_map_by_name(
-						     span_tracer_object(s->spans), "call_stacks"))
+		.call_stacks_fd = s->spans ? span_engine_call_stacks_fd(span_tracer_object(s->spans))
 					   : -1,
 	};
 

@@ -438,16 +438,16 @@ static uint64_t trampoline_of(struct proc_state *p, uint64_t now)
 #define ENTRY_MATCHES_ITS_SLOT 0
 #endif
 
-/* The pending returns of R's thread where the sample brings none of the
- * kernel's: its native probed calls in progress, innermost first, each
+/* The pending returns of R's thread: the kernel's list when the sample
+ * brings it; else its native probed calls in progress, innermost first, each
  * with the return address read at its entry (the span engine's
  * call_stacks), taken with the sample by BPF, or read here as the
  * sample is handled, a moment after it was taken. A call that returned
  * since is missing then: where its slot would be matched to an outer
  * call instead, the record is used only if no call returned since the
  * sample. */
-static struct pending_returns open_call_returns(struct sampler *s, struct proc_state *p,
-						const struct raw_sample *r)
+static struct pending_returns sample_returns(struct sampler *s, struct proc_state *p,
+					     const struct raw_sample *r)
 {
 	struct pending_returns none = { 0 };
 	__u32 tid = (__u32)r->tid;
@@ -487,7 +487,7 @@ static const uint64_t *user_frames(struct sampler *s, struct proc_state *p,
 				   const struct raw_sample *r, bool with_python, int *n)
 {
 	struct in_interpreter at = { s, p };
-	struct pending_returns returns = open_call_returns(s, p, r);
+	struct pending_returns returns = sample_returns(s, p, r);
 	const uint64_t *chain = chain_with_returns(s, r, &returns);
 	int n_fp = r->n_user, n_dwarf;
 	bool whole;

@@ -120,6 +120,17 @@ uint64_t unwind_return_at(const struct pending_returns *p, uint64_t slot)
 	return r ? r->ret : 0;
 }
 
+/* The word at ADDR of a stack copy COPY, LEN bytes from SP up; false
+ * when it is not in the copy (no sum that can wrap: a sample's sp may be
+ * anything). */
+static bool copied_word(const uint8_t *copy, size_t len, uint64_t sp, uint64_t addr, uint64_t *word)
+{
+	if (addr < sp || addr - sp >= len || len - (addr - sp) < sizeof(*word))
+		return false;
+	memcpy(word, copy + (addr - sp), sizeof(*word));
+	return true;
+}
+
 /* The sample being unwound: what the callbacks read. */
 struct walk {
 	pid_t pid, tid;
@@ -182,24 +193,19 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
 {
 	struct walk *w = dwfl_arg;
-	uint64_t off = addr - w->sp;
+	uint64_t real;
 
 	(void)dwfl;
-	/* no sum that can wrap: a sample's sp may be anything */
-	if (addr >= w->sp && off < w->size && w->size - off >= sizeof(*result)) {
-		memcpy(result, w->stack + off, sizeof(*result));
-	} else if (addr < w->sp && addr >= w->sp - 65536) {
-		/* below the stack pointer the live stack has moved on */
+	/* below the stack pointer the live stack has moved on; past the
+	 * copy are the older frames, which a thread still inside its call
+	 * (or blocked: an off-CPU sample) has not touched */
+	if (!copied_word(w->stack, w->size, w->sp, addr, result) &&
+	    ((addr < w->sp && addr >= w->sp - 65536) ||
+	     python_read_memory(w->pid, result, sizeof(*result), addr) != 0))
 		return false;
-	} else if (python_read_memory(w->pid, result, sizeof(*result), addr) != 0) {
-		/* past the copy are the older frames, which a thread still
-		 * inside its call (or blocked: an off-CPU sample) has not
-		 * touched */
-		return false;
-	}
 	/* a pending uretprobe's trampoline: the real return address */
-	if (unwind_is_trampoline(w->returns, *result) && unwind_return_at(w->returns, addr))
-		*result = unwind_return_at(w->returns, addr);
+	if (unwind_is_trampoline(w->returns, *result) && (real = unwind_return_at(w->returns, addr)))
+		*result = real;
 	return true;
 }
 
@@ -408,11 +414,8 @@ static bool stack_word(const struct stack_view *v, uint64_t addr, uint64_t *word
 {
 	if (addr < v->sp)
 		return false;
-	if (addr - v->sp < v->len && v->len - (addr - v->sp) >= sizeof(*word)) {
-		memcpy(word, v->copy + (addr - v->sp), sizeof(*word));
-		return true;
-	}
-	return v->read && v->read(addr, word, v->arg);
+	return copied_word(v->copy, v->len, v->sp, addr, word) ||
+	       (v->read && v->read(addr, word, v->arg));
 }
 
 void unwind_restore_chain(uint64_t *chain, int n_chain, const uint64_t *regs,

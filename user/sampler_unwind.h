@@ -29,7 +29,18 @@ void unwinder_free(struct unwinder *u);
 /* PID exec'd or exited: its modules are reported again when needed. */
 void unwinder_forget(struct unwinder *u, pid_t pid);
 
-struct pending_returns;
+/* A function under a uretprobe (the return side of a probe, pending)
+ * returns to the kernel's trampoline, which stands for its real return
+ * address in the stack, and on kernels before 6.11 in the frame-pointer
+ * chain too: no walk got past it to the probed function's caller
+ * without the thread's list of its pending returns (include/
+ * sampler_event.h): TRAMPOLINE stands for the real return address of
+ * RET[0..N-1], innermost first. */
+struct pending_returns {
+	uint64_t trampoline;
+	const struct sampler_return *ret;
+	int n;
+};
 
 /* Walks thread TID of PID from REGS (unwind_regs_count() values, in
  * mask order) with STACK, SIZE bytes copied from the stack pointer up,
@@ -42,30 +53,15 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 		  const uint8_t *stack, size_t size, const struct pending_returns *returns,
 		  uint64_t *out, int max, bool (*stop)(uint64_t pc, void *arg), void *arg);
 
-/* A function under a uretprobe (the return side of a probe, pending)
- * has its return address on the stack swapped for the kernel's
- * trampoline. The kernel puts the real address back in the frame-pointer
- * chain it walks (this machine's 6.18 does; older kernels leave the
- * trampoline there too), but the stack copy DWARF reads holds the
- * trampoline, and the caller of every probed function was lost from
- * DWARF walks. Where the two walks agree on the frames around a run of
- * differing ones that are one and the same address (the trampoline),
- * DWARF's (N_DWARF, leaf first) take the chain's (FP, N_FP). */
-/* P (NULL: unknown) names the trampoline: only it is replaced, never an
- * address the walk read right where the chain has another. */
+/* From Linux 6.11 the kernel puts the real return addresses back in
+ * the frame-pointer chain it walks, but the stack copy DWARF reads
+ * holds the trampoline. Where the two walks agree on the frames around
+ * a run of differing ones that are one and the same address (the
+ * trampoline: P's, when P is given, never an address the walk read
+ * right where the chain has another), DWARF's (N_DWARF, leaf first)
+ * take the chain's (FP, N_FP). */
 void unwind_take_chain_returns(uint64_t *dwarf, int n_dwarf, const uint64_t *fp, int n_fp,
 			       const struct pending_returns *p);
-
-/* Kernels before 6.11 leave the trampoline in their chain too, and no
- * walk got past it to a probed function's caller without the thread's
- * own list of its pending returns (include/sampler_event.h), which a
- * BPF sample brings: TRAMPOLINE stands for the real return address of
- * RET[0..N-1], innermost first. */
-struct pending_returns {
-	uint64_t trampoline;
-	const struct sampler_return *ret;
-	int n;
-};
 
 /* Whether WORD, read from a stack or a register, is P's trampoline (on
  * arm64 also as code with pointer authentication saved it, signed). */

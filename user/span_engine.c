@@ -83,6 +83,11 @@ int span_engine_ringbuf_fd(struct bpf_object *obj)
 	return bpf_map__fd(engine_map(obj, "spans"));
 }
 
+int span_engine_call_stacks_fd(struct bpf_object *obj)
+{
+	return bpf_map__fd(engine_map(obj, "call_stacks"));
+}
+
 void span_engine_add_counters(struct bpf_object *obj, uint64_t sums[SPAN_CNT_MAX])
 {
 	int fd = bpf_map__fd(engine_map(obj, "counters"));

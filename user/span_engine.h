@@ -35,6 +35,9 @@ bool span_engine_in_pidns(uint64_t *dev, uint64_t *ino);
 int span_engine_attach(struct bpf_object *obj, struct bpf_links *links);
 /* The ring buffer of finished spans (struct span_event). */
 int span_engine_ringbuf_fd(struct bpf_object *obj);
+/* The calls in progress, by thread (struct call_stack): for a reader
+ * that needs what a thread is inside of, such as the CPU sampler. */
+int span_engine_call_stacks_fd(struct bpf_object *obj);
 /* Adds OBJ's loss counters, summed over CPUs, to SUMS. */
 void span_engine_add_counters(struct bpf_object *obj, uint64_t sums[SPAN_CNT_MAX]);
 /* Calls entered and not yet returned, over all threads. */
