@@ -201,7 +201,6 @@ static __always_inline struct pending_call *call_stack_pop(struct call_stack *st
 		if (call->entry_sp > sp)
 			break; /* a shallower call: this return has no entry */
 		st->depth = d - 1;
-		st->last_return_ns = bpf_ktime_get_ns();
 		*depth = d - 1;
 		if (call->entry_sp == sp)
 			return call;

@@ -78,6 +78,9 @@ int BPF_KRETPROBE(span_exit)
 	if (!st)
 		return 0;
 	call = call_stack_pop(st, entry_sp_of_return(ctx), tid, &depth);
+	/* for the CPU sampler, which reads these stacks late (struct
+	 * call_stack); Python's engine has no reader of it */
+	st->last_return_ns = now;
 	if (!call)
 		return 0;
 	key = call_context_key(call, tid, tgid, depth);

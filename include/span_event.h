@@ -37,9 +37,9 @@ struct pending_call {
 struct call_stack {
 	__u32 depth;
 	__u32 tgid;
-	/* when a call last returned (or was unwound): a reader that comes
-	 * later than a sample knows whether the calls pending at the sample
-	 * are still all here */
+	/* native calls: when one last returned (or was unwound), so that a
+	 * reader that comes later than a sample knows whether the calls
+	 * pending at the sample are still all here */
 	__u64 last_return_ns;
 	struct pending_call calls[SPAN_MAX_DEPTH];
 };
