@@ -58,6 +58,11 @@ robot-guest-maybe:
 		$(MAKE) --no-print-directory robot-guest; fi
 CHECK_EXTRA += robot-guest-maybe
 
+# How often watchpoints on a timed Python function fire, per kind of call,
+# in the emulated robot with Debian's arm64 python3.11 (the premise of a
+# Python hook that traps only timed calls): counts, not times.
+BENCH_SCRIPTS += bench/watchpoints.sh
+
 robot-deps:
 	$(Q)bash .ci/install-deps
 	$(Q)$(if $(ROBOT_TOOLS),bash .ci/install-deps --arm64-cross)
