@@ -54,8 +54,10 @@ static const void *take_packed(const uint8_t **at, const uint8_t *end, int *n, s
 	return p;
 }
 
-/* A sample record (include/sampler_event.h) of SIZE bytes. */
-static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size_t size)
+/* Unpacks a sample record (include/sampler_event.h) of SIZE bytes into
+ * R, its arrays pointing into the record. Counts the record cannot
+ * hold are cut to what it holds; what follows an overrun is dropped. */
+void sampler_sample_unpack(const struct sampler_sample *e, size_t size, struct raw_sample *r)
 {
 	const uint8_t *at = (const uint8_t *)e->py, *end = (const uint8_t *)e + size;
 	int n_py = e->n_py > PY_MAX_FRAMES ? PY_MAX_FRAMES : (int)e->n_py;
@@ -64,32 +66,39 @@ static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size
 	int n_regs = e->n_regs > SAMPLER_REGS ? 0 : (int)e->n_regs, n_stack = (int)e->stack_len;
 	/* more returns than BPF sends: a record of another layout */
 	int n_returns = e->n_returns > SAMPLER_RETURNS ? 0 : (int)e->n_returns;
-	struct raw_sample r = {
+
+	*r = (struct raw_sample){
 		.kind = e->kind == SAMPLER_OFF_CPU ? PROFILE_OFF_CPU : PROFILE_ON_CPU,
 		.mono_ns = e->time_ns,
-		.weight_ns = sampler_period_ns(b->s),
 		.pid = (pid_t)e->pid,
 		.tid = (pid_t)e->tid,
 		.py_status = (int)e->py_status,
 		.trampoline = e->trampoline,
 	};
-
-	r.py = take_packed(&at, end, &n_py, sizeof(*r.py));
-	r.user = take_packed(&at, end, &n_user, sizeof(*r.user));
-	r.kernel = take_packed(&at, end, &n_kernel, sizeof(*r.kernel));
-	r.returns = take_packed(&at, end, &n_returns, sizeof(*r.returns));
+	r->py = take_packed(&at, end, &n_py, sizeof(*r->py));
+	r->user = take_packed(&at, end, &n_user, sizeof(*r->user));
+	r->kernel = take_packed(&at, end, &n_kernel, sizeof(*r->kernel));
+	r->returns = take_packed(&at, end, &n_returns, sizeof(*r->returns));
 	if (e->n_returns > SAMPLER_RETURNS)
 		at = end; /* nothing after them can be found */
-	r.regs = take_packed(&at, end, &n_regs, sizeof(*r.regs));
-	r.stack = take_packed(&at, end, &n_stack, 1);
-	r.n_py = n_py;
-	r.n_user = n_user;
-	r.n_kernel = n_kernel;
-	r.n_returns = r.returns ? n_returns : 0;
+	r->regs = take_packed(&at, end, &n_regs, sizeof(*r->regs));
+	r->stack = take_packed(&at, end, &n_stack, 1);
+	r->n_py = n_py;
+	r->n_user = n_user;
+	r->n_kernel = n_kernel;
+	r->n_returns = r->returns ? n_returns : 0;
 	/* the unwinder reads every register of this architecture */
-	if (!r.regs || !r.stack || n_regs != unwind_regs_count())
-		r.regs = NULL, r.stack = NULL, n_stack = 0;
-	r.stack_len = (size_t)n_stack;
+	if (!r->regs || !r->stack || n_regs != unwind_regs_count())
+		r->regs = NULL, r->stack = NULL, n_stack = 0;
+	r->stack_len = (size_t)n_stack;
+}
+
+static void on_sample(struct bpf_source *b, const struct sampler_sample *e, size_t size)
+{
+	struct raw_sample r;
+
+	sampler_sample_unpack(e, size, &r);
+	r.weight_ns = sampler_period_ns(b->s);
 	sampler_add(b->s, &r);
 }
 

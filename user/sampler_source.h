@@ -41,6 +41,10 @@ struct raw_sample {
 	int py_status;          /* enum py_walk_status */
 };
 
+/* Unpacks BPF's sample record E of SIZE bytes into R, whose arrays then
+ * point into E (user/sampler_bpf.c); weight_ns is left 0. */
+void sampler_sample_unpack(const struct sampler_sample *e, size_t size, struct raw_sample *r);
+
 /* What the sampler knows of a process. */
 enum proc_kind {
 	PROC_UNKNOWN,     /* not looked at yet, or not finished loading */

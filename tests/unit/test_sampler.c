@@ -427,6 +427,171 @@ static void a_switch_in_ends_the_latest_switch_out(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* ---- BPF's sample records ---------------------------------------------- */
+
+/* A sample record as BPF packs it: the header, then each count's items
+ * one after the other (include/sampler_event.h), built in BUF. */
+struct packed_record {
+	union {
+		struct sampler_sample header; /* for its size and alignment */
+		uint8_t buf[sizeof(struct sampler_sample) + 4096];
+	};
+	size_t len;
+};
+
+static struct sampler_sample *record_start(struct packed_record *pr)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->len = offsetof(struct sampler_sample, py);
+	return &pr->header;
+}
+
+/* Appends N items of SIZE bytes, item i filled with bytes of value
+ * FIRST + i, and returns where they went. */
+static const uint8_t *record_add(struct packed_record *pr, int n, size_t size, uint8_t first)
+{
+	uint8_t *at = pr->buf + pr->len;
+
+	for (int i = 0; i < n; i++)
+		memset(at + (size_t)i * size, first + i, size);
+	pr->len += (size_t)n * size;
+	assert_true(pr->len <= sizeof(pr->buf));
+	return at;
+}
+
+static void every_part_is_found_where_it_was_packed(void **state)
+{
+	struct packed_record pr;
+	struct sampler_sample *e = record_start(&pr);
+	int n_regs = unwind_regs_count();
+	const uint8_t *py, *user, *kernel, *returns, *regs, *stack;
+	struct raw_sample r;
+
+	(void)state;
+	*e = (struct sampler_sample){ .type = SAMPLER_REC_SAMPLE, .kind = SAMPLER_OFF_CPU,
+				      .time_ns = 77, .pid = 10, .tid = 11, .n_user = 3, .n_kernel = 1,
+				      .py_status = 2, .n_py = 2, .stack_len = 24, .n_regs = (__u32)n_regs,
+				      .n_returns = 2, .trampoline = 0x7000 };
+	py = record_add(&pr, 2, sizeof(struct py_frame_ref), 1);
+	user = record_add(&pr, 3, 8, 10);
+	kernel = record_add(&pr, 1, 8, 20);
+	returns = record_add(&pr, 2, sizeof(struct sampler_return), 30);
+	regs = record_add(&pr, n_regs, 8, 40);
+	stack = record_add(&pr, 24, 1, 100);
+	sampler_sample_unpack(e, pr.len, &r);
+	assert_int_equal(r.kind, PROFILE_OFF_CPU);
+	assert_int_equal(r.mono_ns, 77);
+	assert_int_equal(r.weight_ns, 0);
+	assert_int_equal(r.pid, 10);
+	assert_int_equal(r.tid, 11);
+	assert_int_equal(r.py_status, 2);
+	assert_int_equal(r.trampoline, 0x7000);
+	assert_ptr_equal(r.py, py);
+	assert_int_equal(r.n_py, 2);
+	assert_ptr_equal(r.user, user);
+	assert_int_equal(r.n_user, 3);
+	assert_ptr_equal(r.kernel, kernel);
+	assert_int_equal(r.n_kernel, 1);
+	assert_ptr_equal(r.returns, returns);
+	assert_int_equal(r.n_returns, 2);
+	assert_int_equal(r.returns[1].ret, 0x1f1f1f1f1f1f1f1full); /* the second, byte 31 */
+	assert_ptr_equal(r.regs, regs);
+	assert_ptr_equal(r.stack, stack);
+	assert_int_equal(r.stack_len, 24);
+}
+
+static void a_failed_stack_read_takes_no_room(void **state)
+{
+	struct packed_record pr;
+	struct sampler_sample *e = record_start(&pr);
+	const uint8_t *kernel;
+	struct raw_sample r;
+
+	(void)state;
+	*e = (struct sampler_sample){ .type = SAMPLER_REC_SAMPLE, .n_user = -14, .n_kernel = 2 };
+	kernel = record_add(&pr, 2, 8, 1);
+	sampler_sample_unpack(e, pr.len, &r);
+	assert_int_equal(r.kind, PROFILE_ON_CPU);
+	assert_null(r.user);
+	assert_int_equal(r.n_user, -14); /* the error is passed on */
+	assert_ptr_equal(r.kernel, kernel);
+	assert_int_equal(r.n_kernel, 2);
+	assert_null(r.returns);
+	assert_int_equal(r.n_returns, 0);
+	assert_null(r.regs);
+	assert_null(r.stack);
+	assert_int_equal(r.stack_len, 0);
+}
+
+/* A record cut short: the part that overruns it, and everything after,
+ * is dropped; what came before stands. */
+static void what_overruns_the_record_is_dropped_with_what_follows(void **state)
+{
+	struct packed_record pr;
+	struct sampler_sample *e = record_start(&pr);
+	const uint8_t *user;
+	struct raw_sample r;
+
+	(void)state;
+	*e = (struct sampler_sample){ .type = SAMPLER_REC_SAMPLE, .n_user = 2, .n_returns = 3,
+				      .n_regs = (__u32)unwind_regs_count(), .stack_len = 8 };
+	user = record_add(&pr, 2, 8, 1);
+	record_add(&pr, 1, sizeof(struct sampler_return), 5); /* one of the three */
+	sampler_sample_unpack(e, pr.len, &r);
+	assert_ptr_equal(r.user, user);
+	assert_int_equal(r.n_user, 2);
+	assert_null(r.returns);
+	assert_int_equal(r.n_returns, 0);
+	assert_null(r.regs);
+	assert_null(r.stack);
+	assert_int_equal(r.stack_len, 0);
+}
+
+/* More returns than BPF ever sends: the record is not of this layout,
+ * so no part after them can be placed. */
+static void too_many_returns_mean_another_layout(void **state)
+{
+	struct packed_record pr;
+	struct sampler_sample *e = record_start(&pr);
+	struct raw_sample r;
+
+	(void)state;
+	*e = (struct sampler_sample){ .type = SAMPLER_REC_SAMPLE, .n_user = 1,
+				      .n_returns = SAMPLER_RETURNS + 1,
+				      .n_regs = (__u32)unwind_regs_count(), .stack_len = 8 };
+	record_add(&pr, 1, 8, 1);
+	record_add(&pr, SAMPLER_RETURNS + 1, sizeof(struct sampler_return), 2);
+	record_add(&pr, unwind_regs_count(), 8, 3);
+	record_add(&pr, 8, 1, 4);
+	sampler_sample_unpack(e, pr.len, &r);
+	assert_int_equal(r.n_user, 1);
+	assert_null(r.returns);
+	assert_int_equal(r.n_returns, 0);
+	assert_null(r.regs);
+	assert_null(r.stack);
+}
+
+/* The unwinder reads every register of this architecture: a record with
+ * fewer gives no stack copy to unwind. */
+static void a_short_register_set_gives_no_stack_copy(void **state)
+{
+	struct packed_record pr;
+	struct sampler_sample *e = record_start(&pr);
+	struct raw_sample r;
+
+	(void)state;
+	*e = (struct sampler_sample){ .type = SAMPLER_REC_SAMPLE, .n_user = 1,
+				      .n_regs = (__u32)unwind_regs_count() - 1, .stack_len = 8 };
+	record_add(&pr, 1, 8, 1);
+	record_add(&pr, unwind_regs_count() - 1, 8, 3);
+	record_add(&pr, 8, 1, 4);
+	sampler_sample_unpack(e, pr.len, &r);
+	assert_int_equal(r.n_user, 1);
+	assert_null(r.regs);
+	assert_null(r.stack);
+	assert_int_equal(r.stack_len, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +612,11 @@ int main(void)
 		cmocka_unit_test(chain_returns_go_by_slot),
 		cmocka_unit_test(chain_returns_by_slot_over_the_kernels_order),
 		cmocka_unit_test(chain_returns_in_order_without_slots),
+		cmocka_unit_test(every_part_is_found_where_it_was_packed),
+		cmocka_unit_test(a_failed_stack_read_takes_no_room),
+		cmocka_unit_test(what_overruns_the_record_is_dropped_with_what_follows),
+		cmocka_unit_test(too_many_returns_mean_another_layout),
+		cmocka_unit_test(a_short_register_set_gives_no_stack_copy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
