@@ -12,6 +12,7 @@
 #                                     hashes the source version, the
 #                                     compiler, pahole and the .config
 #     debs/PACKAGE_VERSION/           an unpacked arm64 Debian package
+#     debs/PACKAGE_VERSION_ARCH/      one of another architecture
 # Builds run one at a time (a lock in the cache), at nice 19, make -j2.
 #
 # Functions return non-zero with the reason in $KERNEL_WHY.
@@ -160,24 +161,26 @@ kernel_build() {
 }
 
 # kernel_deb PACKAGE [MEMBER...]: downloads (apt-get download) and unpacks
-# an arm64 Debian package (only MEMBERs, e.g. ./boot, when given) into the
-# cache; sets DEB_DIR. The version is apt's current candidate, so a new
-# point release is a new cache entry.
+# a Debian package of architecture $KERNEL_DEB_ARCH (default arm64; only
+# MEMBERs, e.g. ./boot, when given) into the cache; sets DEB_DIR. The
+# version is apt's current candidate, so a new point release is a new
+# cache entry.
 kernel_deb() {
-	local pkg="$1" ver dir tmp; shift
-	ver=$(apt-cache policy "$pkg:arm64" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
+	local pkg="$1" arch=${KERNEL_DEB_ARCH:-arm64} ver dir tmp; shift
+	ver=$(apt-cache policy "$pkg:$arch" 2>/dev/null | sed -n 's/^ *Candidate: *//p')
 	if [ -z "$ver" ] || [ "$ver" = "(none)" ]; then
-		KERNEL_WHY="apt knows no $pkg:arm64 (needs the arm64 architecture in dpkg and apt-get update: make deps)"
+		KERNEL_WHY="apt knows no $pkg:$arch (needs the $arch architecture in dpkg and apt-get update: make deps)"
 		return 1
 	fi
 	dir="$KERNEL_CACHE/debs/${pkg}_${ver//:/%3a}"
+	[ "$arch" = arm64 ] || dir+="_$arch"
 	if [ ! -f "$dir/.pmetrics-unpacked" ]; then
 		tmp=$(mktemp -d /tmp/pmetrics-deb.XXXXXX)
-		kernel_log "downloading $pkg:arm64 $ver"
-		if ! (cd "$tmp" && apt-get download -qq "$pkg:arm64=$ver" >/dev/null 2>"$tmp/err") ||
+		kernel_log "downloading $pkg:$arch $ver"
+		if ! (cd "$tmp" && apt-get download -qq "$pkg:$arch=$ver" >/dev/null 2>"$tmp/err") ||
 			! mkdir "$tmp/root" ||
 			! dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/root" "$@"; then
-			KERNEL_WHY="cannot download $pkg:arm64 $ver: $(head -c 200 "$tmp/err")"
+			KERNEL_WHY="cannot download $pkg:$arch $ver: $(head -c 200 "$tmp/err")"
 			rm -rf "$tmp"; return 1
 		fi
 		mkdir -p "$(dirname "$dir")" && rm -rf "$dir" && touch "$tmp/root/.pmetrics-unpacked" &&
