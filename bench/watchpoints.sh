@@ -4,11 +4,13 @@
 # how many times each fires per call, by kind of call (return, raise,
 # cancelled task, gather), against untimed awaits and plain calls in the
 # same run, which should trap 0 times. The premise of a Python hook whose
-# cost falls only on timed calls. Run here when this machine's
-# watchpoints fire (many virtual machines accept them and never fire:
-# said so), and always on the emulated robot: Debian's arm64 python3.11
-# (LTO, stripped, as Debian ships it) under qemu-system-aarch64 -cpu
-# cortex-a53 with Debian's arm64 kernel (tests/robot/kernel-lib.sh).
+# cost falls only on timed calls. The pyenv CPythons 3.11-3.13 run here
+# when this machine's watchpoints fire, else on an emulated x86 CPU with
+# this machine's files (tests/robot/tcg-x86.sh: many virtual machines
+# accept watchpoints and never fire them); and always on the emulated
+# robot: Debian's arm64 python3.11 (LTO, stripped, as Debian ships it)
+# under qemu-system-aarch64 -cpu cortex-a53 with Debian's arm64 kernel
+# (tests/robot/kernel-lib.sh).
 # Counts, not times: TCG's times say nothing of the robot's.
 set -u
 build=${1:-build}
@@ -23,23 +25,39 @@ source "$root/tests/robot/kernel-lib.sh"
 # table: the probe's PHASE lines on stdin as accesses per call.
 table() {
 	awk '/^VERSION/ { v = $2 } /^PHASE/ && $3 > 0 {
-		printf "  %-8s %-16s %7d %14.2f %13.2f %13.2f %13.2f\n", v, $2, $3,
+		printf "  %-12s %-16s %7d %14.2f %13.2f %13.2f %13.2f\n", v, $2, $3,
 			$4 / $3, $5 / $3, $6 / $3, $7 / $3 }'
 }
 
 echo "Hardware watchpoints on one timed async function: accesses per call seen by each"
-printf '  %-8s %-16s %7s %14s %13s %13s %13s\n' python calls n "code refcount" "first RESUME" \
+printf '  %-12s %-16s %7s %14s %13s %13s %13s\n' python calls n "code refcount" "first RESUME" \
 	"first RETURN" "func refcount"
 
 gcc -O2 -o "$out/watcher" "$here/watchpoints/watcher.c" || exit 1
-fired=$("$out/watcher" --self-test 2>/dev/null || echo 0)
-if [ "${fired:-0}" -gt 0 ]; then
+# probe_all WATCHER: the probe under each pyenv CPython 3.11+ found here.
+probe_all() {
+	local v py
 	for v in 3.11 3.12 3.13; do
 		py=$(interpreter $v)
-		[ -n "$py" ] && "$py" "$here/watchpoints/probe.py" "$out/watcher" "$calls" | table
+		[ -n "$py" ] && echo "$py $here/watchpoints/probe.py $1 $calls"
 	done
+}
+fired=$("$out/watcher" --self-test 2>/dev/null || echo 0)
+if [ "${fired:-0}" -gt 0 ]; then
+	probe_all "$out/watcher" | bash | table
 else
-	echo "  here: skipped: watchpoints open but never fire on this machine (${fired:-0} of 1000 writes seen)"
+	# the same programs on an emulated x86 CPU, this machine's files shared
+	echo "  (here watchpoints open but never fire: ${fired:-0} of 1000 writes seen; x86 rows from qemu TCG)"
+	bash "$root/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	source "$root/tests/robot/tcg-x86.sh"
+	{ echo "echo SELFTEST \$($out/watcher --self-test)"; probe_all "$out/watcher"; } >"$out/x86.sh"
+	if tcg_x86_run "$out/x86.sh" >"$out/x86.log"; then
+		table <"$out/x86.log"
+		echo "  (emulated x86: Debian's amd64 kernel $(basename "$TCG_KERNEL" | sed 's/^vmlinuz-//'), qemu TCG;" \
+			"watchpoint self-test $(sed -n 's/^SELFTEST //p' "$out/x86.log") of 1000)"
+	else
+		echo "  emulated x86: skipped: $TCG_WHY"
+	fi
 fi
 
 # The emulated robot: one boot, the probe as the guest's init.
