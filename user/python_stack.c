@@ -159,7 +159,7 @@ int python_layout_for(int major, int minor, struct py_layout *out)
 /* ---- finding the interpreter ------------------------------------------- */
 
 struct wanted_symbols {
-	uint64_t runtime, code_type;
+	uint64_t runtime, code_type, function_type;
 };
 
 static void want_symbol(const struct elf_sym *sym, void *ctx)
@@ -172,6 +172,8 @@ static void want_symbol(const struct elf_sym *sym, void *ctx)
 		w->runtime = sym->value;
 	else if (!w->code_type && strcmp(sym->name, "PyCode_Type") == 0)
 		w->code_type = sym->value;
+	else if (!w->function_type && strcmp(sym->name, "PyFunction_Type") == 0)
+		w->function_type = sym->value;
 }
 
 /* The ELF address of file offset OFF of IMG (through its PT_LOAD). */
@@ -194,7 +196,7 @@ static bool image_vaddr(const struct elf_image *img, uint64_t off, uint64_t *vad
 static bool interp_in_file(pid_t pid, const struct proc_map *maps, int n, int i,
 			   struct python_proc *out)
 {
-	struct wanted_symbols w = { 0, 0 };
+	struct wanted_symbols w = { 0, 0, 0 };
 	struct elf_image *img = NULL;
 	char path[4352], err[256];
 	uint64_t vaddr, bias = 0;
@@ -221,6 +223,7 @@ static bool interp_in_file(pid_t pid, const struct proc_map *maps, int n, int i,
 		return false;
 	out->walk.runtime = bias + w.runtime;
 	out->code_type = w.code_type ? bias + w.code_type : 0;
+	out->function_type = w.function_type ? bias + w.function_type : 0;
 	out->interp_dev = maps[i].dev;
 	out->interp_ino = maps[i].ino;
 	out->walk.interp_start = UINT64_MAX;
@@ -986,6 +989,11 @@ static const char *str_at(struct python_names *n, const struct python_proc *p, u
 	if (!s->value)
 		table_set(&n->strings, s, read_str(p->pid, addr, &version_of(p->major, p->minor)->code));
 	return s->value;
+}
+
+const char *python_str(struct python_names *n, const struct python_proc *p, uint64_t addr)
+{
+	return str_at(n, p, addr);
 }
 
 #define SOURCE_MAX (64u << 20) /* a larger source goes unread */

@@ -28,6 +28,7 @@ struct python_proc {
 	int major, minor;
 	struct py_proc walk;     /* what the walker needs: _PyRuntime, the layout */
 	uint64_t code_type;      /* address of PyCode_Type */
+	uint64_t function_type;  /* address of PyFunction_Type (0: not found) */
 	uint64_t interp_dev, interp_ino; /* the interpreter's file */
 	char interp_name[256];   /* its base name, for messages */
 	bool tid_checked;        /* 3.8-3.10: pthread_tid checked on a live thread state */
@@ -62,6 +63,9 @@ struct python_names *python_names_new(void);
 void python_names_free(struct python_names *n);
 /* PID exec'd or exited: its code objects and files are read again. */
 void python_names_forget(struct python_names *n, pid_t pid);
+/* The text of the str object at ADDR of P, read once; NULL when it
+ * cannot be read. */
+const char *python_str(struct python_names *n, const struct python_proc *p, uint64_t addr);
 /* Names frame R of P. Returns 0, or -1 when its code object cannot be
  * read (it was freed, or the process is gone). */
 int python_frame_name(struct python_names *n, const struct python_proc *p,
