@@ -31,6 +31,12 @@
 #include "traced_processes.bpf.h"
 #include "pyspan_config.h"
 
+#define PY_CTX void *
+#define PY_INLINE static __always_inline
+#define PY_READ(ctx, dst, size, addr) \
+	bpf_probe_read_user((dst), (size), (const void *)(unsigned long)(addr))
+#include "python_walk.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 n_probes = 0;
@@ -761,6 +767,145 @@ static __always_inline void call_exit(struct pt_regs *ctx)
 }
 
 HOOK_PROGRAMS(py_call, call_entry, call_exit)
+
+/* ---- hardware watchpoints on timed code objects ---------------------- */
+
+/* With --python-hook watch no uprobe is set: user space puts hardware
+ * watchpoints (perf events, one per thread, inherited by threads and
+ * children made later) on each timed coroutine function's code object,
+ * found in the running process, and this program runs when one fires:
+ * - at its first RESUME, fetched once when a coroutine of it takes its
+ *   first step (3.12 reads the instruction's two bytes apart: twice):
+ *   the thread's current frame is that coroutine's, embedded in the
+ *   coroutine object, whose span opens;
+ * - at a reference count every frame of the code takes and lets go of
+ *   as it is cleared, after its locals (the function object's, or where
+ *   that is not one object, a closure, the code object's, which 3.12+
+ *   frames let go of only when the coroutine object is freed): the open
+ *   coroutines of the process that have finished end.
+ * Nothing else traps: untimed code never touches these addresses. */
+
+/* The watched process's interpreter (its forked children share it). A
+ * map, not read-only data: the walk takes its fields through pointers,
+ * through which the compiler would fold a constant global to zeros. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} watch_proc SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PYSPAN_MAX_WATCHES);
+	__type(key, __u64); /* the watched address */
+	__type(value, struct pyspan_watch);
+} watches SEC(".maps");
+
+/* The coroutines the watchpoints opened, to look at when one may have
+ * ended: few at once (each is a timed call in progress). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PYSPAN_WATCH_OPEN_MAX);
+	__type(key, struct coro_key);
+	__type(value, __u8);
+} watch_opens SEC(".maps");
+
+/* The thread state last found for a thread, checked at every use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* bpf_get_current_pid_tgid() */
+	__type(value, struct py_thread_cache);
+} watch_threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[PY_SCRATCH_BYTES]);
+} watch_scratch SEC(".maps");
+
+static long watch_find_step(__u32 i, void *ctx)
+{
+	return py_find_step(NULL, ctx);
+}
+
+/* The current thread's innermost Python frame, 0 when unknown. */
+static __always_inline __u64 watch_current_frame(void)
+{
+	__u64 id = bpf_get_current_pid_tgid(), frame = 0;
+	__u32 zero = 0;
+	const struct py_proc *p = bpf_map_lookup_elem(&watch_proc, &zero);
+	struct py_thread_cache *cached = bpf_map_lookup_elem(&watch_threads, &id);
+	__u8 *buf = bpf_map_lookup_elem(&watch_scratch, &zero);
+	struct py_thread_cache fresh;
+	struct py_find find;
+
+	if (!buf || !p)
+		return 0;
+	find = (struct py_find){ .L = &p->layout, .tid = (__u32)id };
+	if (cached && py_cached_frame(NULL, &p->layout, cached, buf, &frame) == 0)
+		return frame;
+	find.ts = py_first_tstate(NULL, p);
+	bpf_loop(PY_MAX_THREADS, watch_find_step, &find, 0);
+	if (!find.found || py_cache_found(NULL, &p->layout, &fresh, find.found, buf, &frame))
+		return 0;
+	bpf_map_update_elem(&watch_threads, &id, &fresh, BPF_ANY);
+	return frame;
+}
+
+/* A coroutine of W's code takes its first step on this thread now. */
+static __always_inline void watch_start(const struct pyspan_watch *w, __u64 now)
+{
+	__u64 frame = watch_current_frame(), gen;
+	struct coro_key k;
+	__u8 one = 1;
+
+	if (!frame || read_ptr(frame + layout.frame_code) != w->code)
+		return; /* a write to the instruction (quickening), not a step */
+	gen = frame - layout.gen_iframe;
+	k = coro_key_of(gen);
+	/* the same fetch seen again (3.12) */
+	if (bpf_map_lookup_elem(&watch_opens, &k))
+		return;
+	if (bpf_map_update_elem(&watch_opens, &k, &one, BPF_NOEXIST)) {
+		count(SPAN_CNT_CORO_TABLE_FULL);
+		return;
+	}
+	coro_open(gen, w->idx, (__u32)bpf_get_current_pid_tgid(), now, w->code);
+}
+
+struct watch_end {
+	__u64 now;
+	__u32 tgid;
+	__u32 pad;
+};
+
+static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u8 *v, struct watch_end *e)
+{
+	if (k->tgid == e->tgid && gen_state(k->gen) >= PYSPAN_FRAME_COMPLETED) {
+		coro_close(k->gen, e->now);
+		bpf_map_delete_elem(map, k);
+	}
+	return 0;
+}
+
+SEC("perf_event")
+int py_watch(struct bpf_perf_event_data *ctx)
+{
+	__u64 addr = ctx->addr, now = bpf_ktime_get_ns();
+	struct watch_end end = { now, (__u32)(bpf_get_current_pid_tgid() >> 32), 0 };
+	struct pyspan_watch *w = bpf_map_lookup_elem(&watches, &addr);
+
+	if (!w)
+		return 0;
+	if (w->kind == PYSPAN_WATCH_FIRST_STEP)
+		watch_start(w, now);
+	else
+		bpf_for_each_map_elem(&watch_opens, watch_end_one, &end, 0);
+	return 0;
+}
 
 /* A thread of a traced process that exits with calls pending never
  * returns from them. A raw tracepoint: a BTF one needs the kernel's own

@@ -28,6 +28,24 @@
 #define PYSPAN_CODE_IS_GEN 0x10000u /* coroutine, generator, async gen */
 #define PYSPAN_CODE_IDX_MASK 0xffffu
 
+/* Watchpoints on timed code objects (--python-hook watch): x86-64 and
+ * the Flex's Cortex-A53 have 4 per thread, two per timed function. */
+#define PYSPAN_MAX_WATCHES 4
+/* Timed coroutines the watchpoints keep open at once, per capture. */
+#define PYSPAN_WATCH_OPEN_MAX 256
+
+enum pyspan_watch_kind {
+	PYSPAN_WATCH_FIRST_STEP, /* the code's first RESUME: a coroutine's first step */
+	PYSPAN_WATCH_REFS,       /* a reference count each frame of the code takes and drops */
+};
+
+/* What a watched address is (the watches map, keyed by the address). */
+struct pyspan_watch {
+	__u64 code;  /* the timed function's code object */
+	__u32 idx;   /* its probe's index */
+	__u32 kind;  /* enum pyspan_watch_kind */
+};
+
 /* gi_frame_state at and above which a 3.11+ coroutine has finished. */
 #define PYSPAN_FRAME_COMPLETED 1
 

@@ -16,6 +16,7 @@
 #include "python_elf.h"
 #include "python_hooks.h"
 #include "python_probe.h"
+#include "pywatch.h"
 #include "elf_symbols.h"
 #include "percpu_counter.h"
 #include "span_engine.h"
@@ -52,6 +53,10 @@ struct pyspan {
 	struct py_probe probes[PYSPAN_MAX_PROBES];
 	pid_t checked[CHECKED_MAX];
 	int n_checked;
+	/* --python-hook watch: watchpoints instead of uprobes */
+	bool watching;
+	struct python_proc proc;
+	struct pywatch watch;
 };
 
 /* Offsets read from each version's headers (Include/cpython/funcobject.h,
@@ -395,6 +400,27 @@ static int set_config(struct pyspan *p, const struct pyspan_layout *layout)
 	return 0;
 }
 
+static int own_map_fd(const struct pyspan *p, const char *name);
+
+/* What each watched address is, for py_watch; then the watchpoints. */
+static int attach_watches(struct pyspan *p, pid_t pid)
+{
+	int fd = own_map_fd(p, "watches");
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(own_map_fd(p, "watch_proc"), &zero, &p->proc.walk, BPF_ANY))
+		return -errno;
+	for (int i = 0; i < p->watch.n_points; i++) {
+		const struct pywatch_point *w = &p->watch.points[i];
+		struct pyspan_watch v = { w->code, w->idx, w->kind };
+		__u64 addr = w->addr;
+
+		if (bpf_map_update_elem(fd, &addr, &v, BPF_ANY))
+			return -errno;
+	}
+	return pywatch_attach(&p->watch, pid, bpf_loader_program(p->obj, "py_watch"));
+}
+
 /* The set of traced processes is the native tracer's: its maps, shared. */
 static int share_traced_set(struct pyspan *p, struct bpf_object *native)
 {
@@ -431,10 +457,12 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 	if (rc || !config)
 		return rc ? rc : -EINVAL;
 	/* every step hook's programs (PyIter_Send's are theirs) */
-	load_hook_programs(p, &iter_send_hook, true);
+	load_hook_programs(p, &iter_send_hook, !p->watching);
 	for (size_t i = 0; i < N_END_HOOKS; i++)
-		load_hook_programs(p, end_hooks[i], version_needs(&p->interp, end_hooks[i]));
+		load_hook_programs(p, end_hooks[i],
+				   !p->watching && version_needs(&p->interp, end_hooks[i]));
 	load_hook_programs(p, &plain_hook, p->plain_calls);
+	set_autoload(p, "py_watch", p->watching);
 	rc = share_traced_set(p, t->traced_set);
 	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
 }
@@ -450,8 +478,11 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	bpf_loader_prepare_uprobes(p->obj);
 	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->obj, WHAT)))
 		return rc;
-	if ((rc = attach_hooks(p)) ||
-	    (rc = bpf_links_commit(&p->links, p->interp.path, p->attach_pid, WHAT)))
+	if (p->watching)
+		rc = attach_watches(p, t->pid);
+	else if (!(rc = attach_hooks(p)))
+		rc = bpf_links_commit(&p->links, p->interp.path, p->attach_pid, WHAT);
+	if (rc)
 		return rc;
 	if ((rc = span_engine_attach(p->obj, &p->links)))
 		return rc;
@@ -537,6 +568,33 @@ static int check_hooks(const struct pyspan *p, const struct pyspan_target *t)
 	return 0;
 }
 
+/* The watchpoint hook: the target's interpreter and each timed
+ * function's code object, or a one-line error. */
+static int find_watches(struct pyspan *p, const struct pyspan_target *t)
+{
+	char err[512] = "";
+	int rc;
+
+	if ((rc = pywatch_fire_check(err, sizeof(err))) ||
+	    (rc = python_proc_find(t->pid, &p->proc, err, sizeof(err))) ||
+	    (rc = pywatch_find(&p->watch, &p->proc, p->probes, p->n_probes, err, sizeof(err)))) {
+		if (rc == -ENOENT && !err[0])
+			snprintf(err, sizeof(err), "process %d runs no CPython", (int)t->pid);
+		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
+		return rc;
+	}
+	if (t->verbose)
+		for (int i = 0; i < p->watch.n_points; i++)
+			fprintf(stderr, "pmetrics: watching %#llx (%s of py:%s:%s, code object %#llx)\n",
+				(unsigned long long)p->watch.points[i].addr,
+				p->watch.points[i].kind == PYSPAN_WATCH_FIRST_STEP ? "first step"
+										    : "references",
+				p->probes[p->watch.points[i].idx].module,
+				p->probes[p->watch.points[i].idx].qualname,
+				(unsigned long long)p->watch.points[i].code);
+	return 0;
+}
+
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 		const struct py_probe *probes, int n_probes)
 {
@@ -565,7 +623,9 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 	p->plain_calls = target->plain_calls;
 	p->verbose = target->verbose;
 	p->attach_pid = target->follow_children ? -1 : target->pid;
-	if ((rc = find_interp(p, target, &layout)) || (rc = check_hooks(p, target)))
+	p->watching = target->watch;
+	if ((rc = find_interp(p, target, &layout)) ||
+	    (rc = p->watching ? find_watches(p, target) : check_hooks(p, target)))
 		goto fail;
 	if (target->verbose)
 		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (%s; opened as %s)\n",
@@ -693,6 +753,7 @@ void pyspan_close(struct pyspan *p)
 {
 	if (!p)
 		return;
+	pywatch_close(&p->watch);
 	bpf_links_destroy(&p->links);
 	pyspan_bpf__destroy(p->core);
 	pyspan_nobtf_bpf__destroy(p->nobtf);

@@ -40,6 +40,9 @@ struct pyspan_target {
 	 * that goes through _PyFunction_Vectorcall (every call on 3.8-3.10,
 	 * calls from C on 3.11+). Coroutines are always timed. */
 	bool plain_calls;
+	/* Hardware watchpoints on the timed functions' code objects instead
+	 * of uprobes (user/pywatch.h): only timed calls trap. PID runs. */
+	bool watch;
 	/* --python-hook was given: a hook that cannot be had is an error. */
 	bool hook_explicit;
 	/* Each span also carries its thread's scheduling and memory counters

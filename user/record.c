@@ -269,6 +269,7 @@ static int attach_python_probes(struct session *s)
 		.traced_set = span_tracer_object(s->spans),
 		.verbose = o->verbose,
 		.plain_calls = o->python_hook == PYTHON_HOOK_CALLS,
+		.watch = o->python_hook == PYTHON_HOOK_WATCH,
 		.hook_explicit = o->python_hook != PYTHON_HOOK_DEFAULT,
 		.resources = s->span_context,
 		.ringbuf_bytes = o->ringbuf_bytes,

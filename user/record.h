@@ -21,6 +21,7 @@ enum python_hook {
 	PYTHON_HOOK_DEFAULT,    /* not given: coroutines */
 	PYTHON_HOOK_CALLS,      /* coroutines, and plain functions at every call */
 	PYTHON_HOOK_COROUTINES, /* coroutines (and generators) only */
+	PYTHON_HOOK_WATCH,      /* watchpoints on the timed functions' code objects */
 };
 
 struct record_opts {

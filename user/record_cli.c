@@ -61,6 +61,12 @@ void record_usage(FILE *out)
 "                           or not. 3.11+ inline calls between Python\n"
 "                           functions: there a plain function is timed only\n"
 "                           when called from C (map(), callbacks, threads)\n"
+"                           watch: hardware watchpoints on each timed\n"
+"                           function's own code object (CPython 3.11+,\n"
+"                           async def, at most 2 functions, with --pid):\n"
+"                           only timed calls trap; untimed code costs\n"
+"                           nothing. Needs watchpoints that fire (not every\n"
+"                           virtual machine's do: pmetrics checks)\n"
 
 "\n"
 "Resources (system_resource_data, as the psutil tracker service wrote it):\n"
@@ -347,8 +353,10 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 			o->python_hook = PYTHON_HOOK_CALLS;
 		else if (strcmp(arg, "coroutines") == 0)
 			o->python_hook = PYTHON_HOOK_COROUTINES;
+		else if (strcmp(arg, "watch") == 0)
+			o->python_hook = PYTHON_HOOK_WATCH;
 		else
-			return usage("bad --python-hook '%s': use calls or coroutines", arg);
+			return usage("bad --python-hook '%s': use coroutines, calls or watch", arg);
 		return 0;
 	case OPT_BTF:
 		if (!*arg)
@@ -437,6 +445,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	if (o->python_hook != PYTHON_HOOK_DEFAULT && !has_python_probe(o))
 		return usage("--python-hook chooses what py: probes trap, and none is given: add "
 			     "--probe STATE=py:MODULE:QUALNAME or drop --python-hook");
+	if (o->python_hook == PYTHON_HOOK_WATCH && !o->pid)
+		return usage("--python-hook watch finds the timed functions in a running process: "
+			     "give --pid PID");
 	ret = check_resource_options(o);
 	if (!o->output_dir)
 		o->output_dir = DEFAULT_OUTPUT_DIR;

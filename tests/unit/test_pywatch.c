@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+/* Where the watchpoint hook watches a coroutine's first step
+ * (user/pywatch.c): the instruction after the code's prologue, in code
+ * units as CPython 3.11-3.13 lay them out (opcode, argument). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "pywatch.h"
+
+/* 3.11 and 3.12: RETURN_GENERATOR 75, POP_TOP 1, MAKE_CELL 135,
+ * COPY_FREE_VARS 149, RESUME 151; 3.13: RETURN_GENERATOR 35, POP_TOP 32,
+ * MAKE_CELL 94, COPY_FREE_VARS 62, RESUME 149 (as each version's
+ * dis.opmap has them). */
+static void a_plain_coroutine_steps_first_at_its_resume(void **state)
+{
+	const uint8_t v311[] = { 75, 0, 1, 0, 151, 0, 100, 1 };
+	const uint8_t v313[] = { 35, 0, 32, 0, 149, 0, 81, 1 };
+
+	(void)state;
+	assert_int_equal(pywatch_first_step(v311, 4, 11), 2);
+	assert_int_equal(pywatch_first_step(v311, 4, 12), 2);
+	assert_int_equal(pywatch_first_step(v313, 4, 13), 2);
+}
+
+/* A coroutine that closes over variables, or holds cells, sets them up
+ * before it becomes a coroutine. */
+static void cells_and_free_variables_come_first(void **state)
+{
+	const uint8_t v312[] = { 135, 0, 149, 1, 75, 0, 1, 0, 151, 0 };
+	const uint8_t v313[] = { 94, 0, 62, 1, 35, 0, 32, 0, 207, 0 }; /* RESUME_CHECK */
+
+	(void)state;
+	assert_int_equal(pywatch_first_step(v312, 5, 12), 4);
+	assert_int_equal(pywatch_first_step(v313, 5, 13), 4);
+}
+
+/* No RETURN_GENERATOR: a plain function's code, not a coroutine's. */
+static void a_plain_function_has_no_first_step(void **state)
+{
+	const uint8_t plain[] = { 151, 0, 100, 1, 83, 0 };
+	const uint8_t prologue_only[] = { 75, 0, 1, 0 };
+
+	(void)state;
+	assert_int_equal(pywatch_first_step(plain, 3, 12), -1);
+	assert_int_equal(pywatch_first_step(prologue_only, 2, 12), -1);
+}
+
+static void other_versions_have_none(void **state)
+{
+	const uint8_t v311[] = { 75, 0, 1, 0, 151, 0 };
+
+	(void)state;
+	assert_int_equal(pywatch_first_step(v311, 3, 10), -1);
+	assert_int_equal(pywatch_first_step(v311, 3, 14), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_plain_coroutine_steps_first_at_its_resume),
+		cmocka_unit_test(cells_and_free_variables_come_first),
+		cmocka_unit_test(a_plain_function_has_no_first_step),
+		cmocka_unit_test(other_versions_have_none),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: MIT
+/* The watchpoint hook of Python spans; see pywatch.h. */
+#include "pywatch.h"
+
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pyspan.h"
+#include "python_probe.h"
+#include "symbolizer.h"
+
+#define CO_COROUTINE 0x80
+#define SCAN_CHUNK (1u << 20)
+/* Bytes of a code object read to match it: past co_qualname (3.11-3.13). */
+#define CODE_HEAD 160
+/* Code units read to find a coroutine's first step. */
+#define PROLOGUE_UNITS 32
+
+static int watchpoint_open(pid_t tid, uint64_t addr, uint32_t len)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_BREAKPOINT;
+	a.size = sizeof(a);
+	a.bp_type = HW_BREAKPOINT_RW; /* x86 has no read-only watchpoint */
+	a.bp_addr = addr;
+	a.bp_len = len;
+	a.sample_period = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.inherit = 1;
+	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static volatile uint64_t fire_check_word;
+
+int pywatch_fire_check(char *why, size_t len)
+{
+	long long seen = 0;
+	int fd = watchpoint_open(0, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8), err;
+
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, len, "this kernel gives no hardware watchpoint (perf_event_open: %s; "
+			 "CONFIG_HAVE_HW_BREAKPOINT)", strerror(errno));
+		return err;
+	}
+	for (int i = 0; i < 10; i++)
+		fire_check_word = (uint64_t)i;
+	if (read(fd, &seen, sizeof(seen)) != sizeof(seen))
+		seen = 0;
+	close(fd);
+	if (seen > 0)
+		return 0;
+	snprintf(why, len, "this machine's hardware watchpoints never fire (0 of 10 writes seen: a "
+		 "virtual machine that does not pass debug exceptions on)");
+	return -ENOTSUP;
+}
+
+/* ---- a coroutine's first step --------------------------------------------- */
+
+/* The opcodes a coroutine's code starts with before its first RESUME. */
+struct prologue_ops {
+	int minor;
+	uint8_t return_generator, pop_top, make_cell, copy_free_vars, nop;
+};
+
+static const struct prologue_ops prologues[] = {
+	{ 11, 75, 1, 135, 149, 9 },
+	{ 12, 75, 1, 135, 149, 9 },
+	{ 13, 35, 32, 94, 62, 30 },
+};
+
+int pywatch_first_step(const uint8_t *code, int n, int minor)
+{
+	const struct prologue_ops *ops = NULL;
+	bool generator = false;
+
+	for (size_t i = 0; i < sizeof(prologues) / sizeof(prologues[0]); i++)
+		if (prologues[i].minor == minor)
+			ops = &prologues[i];
+	for (int i = 0; ops && i < n; i++) {
+		uint8_t op = code[2 * i];
+
+		if (op == ops->return_generator)
+			generator = true;
+		else if (op != ops->pop_top && op != ops->make_cell && op != ops->copy_free_vars &&
+			 op != ops->nop)
+			return generator ? i : -1;
+	}
+	return -1;
+}
+
+/* ---- finding the code objects ---------------------------------------------- */
+
+/* A function object seen with a probe's qualified name. */
+struct seen_function {
+	uint64_t function, code;
+};
+
+#define SEEN_FUNCTIONS 16
+
+struct scan {
+	const struct python_proc *p;
+	struct pyspan_layout obj; /* co_flags, func_code, func_qualname */
+	struct python_names *names;
+	const struct pyspan_probe_cfg *cfg;
+	int n_probes;
+	uint64_t found[PYSPAN_MAX_PROBES][PYSPAN_MAX_WATCHES];
+	int n_found[PYSPAN_MAX_PROBES];
+	bool not_coroutine[PYSPAN_MAX_PROBES];
+	struct seen_function functions[PYSPAN_MAX_PROBES][SEEN_FUNCTIONS];
+	int n_functions[PYSPAN_MAX_PROBES];
+};
+
+static bool ends_with(const char *s, const char *suffix, size_t n)
+{
+	size_t len = strlen(s);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+static uint64_t word_at(const uint8_t *head, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, head + off, sizeof(v));
+	return v;
+}
+
+/* A live function object at FUNCTION whose first CODE_HEAD bytes are
+ * HEAD: kept when it bears a probe's qualified name (its code is
+ * matched once every code object is known). */
+static void scan_function(struct scan *s, uint64_t function, const uint8_t *head)
+{
+	uint64_t refs = word_at(head, 0);
+	const char *qualname;
+
+	if (refs == 0 || refs > (1ull << 40))
+		return;
+	qualname = python_str(s->names, s->p, word_at(head, s->obj.func_qualname));
+	for (int i = 0; qualname && i < s->n_probes; i++)
+		if (strcmp(qualname, s->cfg[i].qualname) == 0 && s->n_functions[i] < SEEN_FUNCTIONS)
+			s->functions[i][s->n_functions[i]++] =
+				(struct seen_function){ function, word_at(head, s->obj.func_code) };
+}
+
+/* A live code object at CODE whose first CODE_HEAD bytes are HEAD: which
+ * probe it is, if any. */
+static void scan_code(struct scan *s, uint64_t code, const uint8_t *head)
+{
+	const struct py_layout *L = &s->p->walk.layout;
+	uint64_t refs = word_at(head, 0);
+	const char *qualname, *file;
+	uint32_t flags;
+
+	if (refs == 0 || refs > (1ull << 40))
+		return; /* a freed block whose type word is stale */
+	qualname = python_str(s->names, s->p, word_at(head, L->code_name));
+	if (!qualname)
+		return;
+	for (int i = 0; i < s->n_probes; i++) {
+		const struct pyspan_probe_cfg *c = &s->cfg[i];
+
+		if (strcmp(qualname, c->qualname) != 0)
+			continue;
+		file = python_str(s->names, s->p, word_at(head, L->code_filename));
+		if (!file || !(ends_with(file, c->file_suffix, c->file_len) ||
+			       ends_with(file, c->pkg_suffix, c->pkg_len)))
+			continue;
+		memcpy(&flags, head + s->obj.code_flags, sizeof(flags));
+		if (!(flags & CO_COROUTINE))
+			s->not_coroutine[i] = true;
+		else if (s->n_found[i] < PYSPAN_MAX_WATCHES)
+			s->found[i][s->n_found[i]++] = code;
+	}
+}
+
+/* Every object in [START, END) of the process whose type is PyCode_Type
+ * or PyFunction_Type. */
+static void scan_range(struct scan *s, uint8_t *buf, uint64_t start, uint64_t end)
+{
+	uint8_t head[CODE_HEAD];
+
+	for (uint64_t at = start; at < end; at += SCAN_CHUNK) {
+		size_t len = end - at < SCAN_CHUNK ? (size_t)(end - at) : SCAN_CHUNK;
+
+		if (python_read_memory(s->p->pid, buf, len, at))
+			continue; /* a guard page, or unmapped meanwhile */
+		for (size_t off = 0; off + 8 <= len; off += 8) {
+			uint64_t type = word_at(buf, (uint32_t)off), obj = at + off - 8;
+
+			if ((type != s->p->code_type && (!type || type != s->p->function_type)) ||
+			    obj < start)
+				continue;
+			if (off >= 8 && off - 8 + CODE_HEAD <= len)
+				memcpy(head, buf + off - 8, CODE_HEAD);
+			else if (python_read_memory(s->p->pid, head, CODE_HEAD, obj))
+				continue;
+			if (type == s->p->code_type)
+				scan_code(s, obj, head);
+			else
+				scan_function(s, obj, head);
+		}
+	}
+}
+
+static int scan_process(struct scan *s)
+{
+	struct proc_map *maps = NULL;
+	uint8_t *buf = malloc(SCAN_CHUNK);
+	int n = proc_maps_read(s->p->pid, &maps);
+
+	if (!buf || n < 0) {
+		free(buf);
+		return n < 0 ? n : -ENOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		/* objects live in the heap and anonymous memory (pymalloc's
+		 * arenas, large blocks) */
+		if (!maps[i].path || !maps[i].path[0] || strcmp(maps[i].path, "[heap]") == 0)
+			scan_range(s, buf, maps[i].start, maps[i].end);
+	proc_maps_free(maps, n);
+	free(buf);
+	return 0;
+}
+
+/* Where the frames of CODE take and drop a reference: its function
+ * object when there is one alone and there will be no other (every
+ * frame holds it, and lets go of it as it is cleared, after its locals,
+ * on every version), else the code object: a function defined inside
+ * another ("<locals>") is a new function object at each definition, and
+ * 3.12+ frames let go of the code only when the coroutine is freed. */
+static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
+{
+	uint64_t function = 0;
+	int n = 0;
+
+	if (strstr(s->cfg[probe].qualname, "<locals>"))
+		return code;
+	for (int i = 0; i < s->n_functions[probe]; i++)
+		if (s->functions[probe][i].code == code) {
+			function = s->functions[probe][i].function;
+			n++;
+		}
+	return n == 1 ? function : code;
+}
+
+/* The two points of code object CODE of probe IDX, into W. */
+static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, uint32_t idx,
+		      char *err, size_t errlen)
+{
+	const struct python_proc *p = s->p;
+	const struct py_layout *L = &p->walk.layout;
+	uint8_t units[2 * PROLOGUE_UNITS];
+	int first;
+
+	if (python_read_memory(p->pid, units, sizeof(units), code + L->code_adaptive)) {
+		snprintf(err, errlen, "cannot read the bytecode of the code object at %#llx",
+			 (unsigned long long)code);
+		return -EIO;
+	}
+	first = pywatch_first_step(units, PROLOGUE_UNITS, p->minor);
+	if (first < 0) {
+		snprintf(err, errlen, "the code object at %#llx does not start as a coroutine's does",
+			 (unsigned long long)code);
+		return -ENOEXEC;
+	}
+	w->points[w->n_points++] = (struct pywatch_point){
+		code + L->code_adaptive + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
+		PYSPAN_WATCH_FIRST_STEP, code, idx };
+	w->points[w->n_points++] = (struct pywatch_point){
+		references_of(s, (int)idx, code), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx };
+	return 0;
+}
+
+/* Each probe found exactly where the watchpoints allow. */
+static int take_found(struct pywatch *w, const struct scan *s, const struct py_probe *probes,
+		      char *err, size_t errlen)
+{
+	int want = 0, rc;
+
+	for (int i = 0; i < s->n_probes; i++) {
+		const struct py_probe *pr = &probes[i];
+
+		if (!s->n_found[i]) {
+			snprintf(err, errlen, "py:%s:%s %s in process %d: --python-hook watch needs the "
+				 "function defined when pmetrics attaches", pr->module, pr->qualname,
+				 s->not_coroutine[i] ? "is not an async def function" : "is not defined",
+				 (int)s->p->pid);
+			return s->not_coroutine[i] ? -ENOTSUP : -ENOENT;
+		}
+		want += 2 * s->n_found[i];
+	}
+	if (want > PYSPAN_MAX_WATCHES) {
+		snprintf(err, errlen, "--python-hook watch needs %d hardware watchpoints for these "
+			 "functions (2 per code object), and a thread has %d: time fewer functions, or "
+			 "use --python-hook coroutines", want, PYSPAN_MAX_WATCHES);
+		return -E2BIG;
+	}
+	for (int i = 0; i < s->n_probes; i++)
+		for (int j = 0; j < s->n_found[i]; j++)
+			if ((rc = add_points(w, s, s->found[i][j], (uint32_t)i, err, errlen)))
+				return rc;
+	return 0;
+}
+
+int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
+		 int n, char *err, size_t errlen)
+{
+	struct pyspan_probe_cfg cfg[PYSPAN_MAX_PROBES];
+	struct scan s = { .p = p, .cfg = cfg, .n_probes = n };
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	if (p->major != 3 || p->minor < 11 || pyspan_layout_for(p->major, p->minor, &s.obj)) {
+		snprintf(err, errlen, "--python-hook watch needs CPython 3.11 or newer (it finds a "
+			 "coroutine's frame inside the coroutine object); %s is %d.%d: use "
+			 "--python-hook coroutines", p->interp_name, p->major, p->minor);
+		return -ENOTSUP;
+	}
+	if (n > PYSPAN_MAX_PROBES)
+		n = s.n_probes = PYSPAN_MAX_PROBES;
+	for (int i = 0; i < n; i++)
+		pyspan_probe_cfg_fill(&probes[i], &cfg[i]);
+	if (!(s.names = python_names_new()))
+		return -ENOMEM;
+	rc = scan_process(&s);
+	python_names_free(s.names);
+	if (rc) {
+		snprintf(err, errlen, "cannot read the memory of process %d: %s", (int)p->pid,
+			 strerror(-rc));
+		return rc;
+	}
+	return take_found(w, &s, probes, err, errlen);
+}
+
+/* ---- watching ------------------------------------------------------------------ */
+
+static int watch_thread(struct pywatch *w, pid_t tid, struct bpf_program *prog)
+{
+	for (int i = 0; i < w->n_points; i++) {
+		int fd = watchpoint_open(tid, w->points[i].addr, w->points[i].len);
+		struct bpf_link *link;
+
+		if (fd < 0) {
+			if (errno == ESRCH)
+				return 0; /* the thread ended meanwhile */
+			fprintf(stderr, "pmetrics: cannot set a hardware watchpoint in thread %d: %s%s\n",
+				(int)tid, strerror(errno), errno == ENOSPC ?
+				" (its debug registers are taken: a debugger attached?)" : "");
+			return -errno;
+		}
+		link = bpf_program__attach_perf_event(prog, fd);
+		if (!link)
+			close(fd);
+		if (bpf_links_add(&w->links, link, "the Python watchpoint hook (CONFIG_BPF_EVENTS)"))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int pywatch_attach(struct pywatch *w, pid_t pid, struct bpf_program *prog)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(dir = opendir(path))) {
+		fprintf(stderr, "pmetrics: cannot list the threads of process %d: %s\n", (int)pid,
+			strerror(errno));
+		return -errno;
+	}
+	while (!rc && (d = readdir(dir))) {
+		long tid = strtol(d->d_name, NULL, 10);
+
+		if (tid > 0)
+			rc = watch_thread(w, (pid_t)tid, prog);
+	}
+	closedir(dir);
+	return rc;
+}
+
+void pywatch_close(struct pywatch *w)
+{
+	bpf_links_destroy(&w->links);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* The watchpoint hook of Python spans (--python-hook watch): hardware
+ * watchpoints on each timed coroutine function's own code object, so
+ * that only its calls trap, where the uprobe hooks trap on every
+ * coroutine step whether timed or not. The code objects are found in the
+ * running process's memory; bpf/pyspan.bpf.c's py_watch turns the hits
+ * into spans.
+ *
+ * Per timed function two watchpoints: its first RESUME (the first step
+ * of each of its coroutines) and a reference count each of its frames
+ * takes and lets go of as it is cleared (its function object's, else its
+ * code object's): where a finished coroutine ends. A thread has 4
+ * (x86-64, the Flex's Cortex-A53), so two functions at most. CPython
+ * 3.11+ (the frame embedded in the coroutine), `async def` functions,
+ * defined when pmetrics attaches. */
+#ifndef PMETRICS_PYWATCH_H
+#define PMETRICS_PYWATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bpf_loader.h"
+#include "pyspan_config.h"
+#include "python_stack.h"
+
+struct py_probe;
+
+struct pywatch_point {
+	uint64_t addr;
+	uint32_t len;  /* bytes watched */
+	uint32_t kind; /* enum pyspan_watch_kind */
+	uint64_t code; /* the code object */
+	uint32_t idx;  /* the probe's index */
+};
+
+struct pywatch {
+	struct pywatch_point points[PYSPAN_MAX_WATCHES];
+	int n_points;
+	struct bpf_links links; /* each owns its perf event */
+};
+
+/* Whether this machine's hardware watchpoints fire: some virtual
+ * machines accept them and never deliver a hit. 0, or -errno with a
+ * one-line reason in WHY. */
+int pywatch_fire_check(char *why, size_t len);
+
+/* Finds the code object of each of the N PROBES in process P (their
+ * modules' files and qualified names, as the uprobe hooks match them)
+ * and the addresses to watch in each. 0, or -errno with a one-line
+ * reason in ERR (not defined, not a coroutine function, more than the
+ * watchpoints allow). */
+int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
+		 int n, char *err, size_t errlen);
+
+/* Watches W's points in every thread of PID (threads and children made
+ * later inherit them), each hit running PROG. 0, or -errno after a
+ * one-line error. */
+int pywatch_attach(struct pywatch *w, pid_t pid, struct bpf_program *prog);
+void pywatch_close(struct pywatch *w);
+
+/* The first instruction of a coroutine's body in code units CODE (N of
+ * them, as the interpreter holds them) of CPython 3.MINOR: past the
+ * cells, free variables and RETURN_GENERATOR with its POP_TOP. Its
+ * index, or -1 when the code is no coroutine's. */
+int pywatch_first_step(const uint8_t *code, int n, int minor);
+
+#endif
