@@ -62,8 +62,13 @@ for d in proc sys dev; do \$B mkdir -p /root/\$d; done
 \$B mount -t proc proc /root/proc
 \$B mount -t sysfs sys /root/sys
 \$B mount -t devtmpfs dev /root/dev
+\$B mount -t tracefs tracefs /root/sys/kernel/tracing 2>/dev/null
+\$B mount -t debugfs debugfs /root/sys/kernel/debug 2>/dev/null
+\$B mount -t bpf bpf /root/sys/fs/bpf 2>/dev/null
 echo TCG-X86-START
-\$B chroot /root /bin/bash -c 'cd / && bash "\$0"' "$script"
+\$B chroot /root /usr/bin/env -i HOME=/root TERM=dumb \\
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+	/bin/bash -c 'cd / && bash "\$0"' "$script"
 echo "TCG-X86-EXIT \$?"
 \$B poweroff -f
 INIT
