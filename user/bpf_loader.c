@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -284,6 +285,16 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what)
 	}
 	l->links[l->n++] = link;
 	return 0;
+}
+
+void bpf_loader_raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what)

@@ -24,11 +24,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_loader.h"
 #include "cli.h"
 #include "proc_stat.h"
 #include "sampler_unwind.h"
@@ -533,18 +533,6 @@ static const struct sample_source_ops perf_ops = {
 	.close = perf_close,
 };
 
-/* Events per thread and CPU: a target with many threads needs many
- * descriptors. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 int perf_source_open(struct sample_source **out, struct sampler *s)
 {
 	struct perf_source *p = calloc(1, sizeof(*p));
@@ -568,7 +556,7 @@ int perf_source_open(struct sample_source **out, struct sampler *s)
 	}
 	for (int cpu = 0; cpu < p->ncpu; cpu++)
 		p->rings[cpu].fd = -1;
-	raise_fd_limit();
+	bpf_loader_raise_fd_limit(); /* events per thread and CPU */
 	err = add_target(p, c->pid);
 	if (err) {
 		cli_error("cannot sample process %d with perf_event_open: %s%s", (int)c->pid,
