@@ -774,10 +774,9 @@ HOOK_PROGRAMS(py_call, call_entry, call_exit)
  * watchpoints (perf events, one per thread, inherited by threads and
  * children made later) on each timed coroutine function's code object,
  * found in the running process, and this program runs when one fires:
- * - at its first RESUME, fetched once when a coroutine of it takes its
- *   first step (3.12 reads the instruction's two bytes apart: twice):
- *   the thread's current frame is that coroutine's, embedded in the
- *   coroutine object, whose span opens;
+ * - at its first RESUME, fetched when a coroutine of it takes its first
+ *   step: the thread's current frame is that coroutine's, embedded in
+ *   the coroutine object, whose span opens;
  * - at a reference count every frame of the code takes and lets go of
  *   as it is cleared, after its locals (the function object's, or where
  *   that is not one object, a closure, the code object's, which 3.12+
@@ -803,12 +802,14 @@ struct {
 } watches SEC(".maps");
 
 /* The coroutines the watchpoints opened, to look at when one may have
- * ended: few at once (each is a timed call in progress). */
+ * ended: few at once (each is a timed call in progress), each with when
+ * it was opened. Those of a process are dropped when it ends; LRU, so
+ * that an end never seen cannot fill the table for good. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, PYSPAN_WATCH_OPEN_MAX);
 	__type(key, struct coro_key);
-	__type(value, __u8);
+	__type(value, __u64);
 } watch_opens SEC(".maps");
 
 /* The thread state last found for a thread, checked at every use. */
@@ -831,8 +832,9 @@ static long watch_find_step(__u32 i, void *ctx)
 	return py_find_step(NULL, ctx);
 }
 
-/* The current thread's innermost Python frame, 0 when unknown. */
-static __always_inline __u64 watch_current_frame(void)
+/* The current thread's innermost Python frame, 0 when unknown; *OUT
+ * its process's interpreter. */
+static __always_inline __u64 watch_current_frame(const struct py_proc **out)
 {
 	__u64 id = bpf_get_current_pid_tgid(), frame = 0;
 	__u32 zero = 0;
@@ -844,6 +846,7 @@ static __always_inline __u64 watch_current_frame(void)
 
 	if (!buf || !p)
 		return 0;
+	*out = p;
 	find = (struct py_find){ .L = &p->layout, .tid = (__u32)id };
 	if (cached && py_cached_frame(NULL, &p->layout, cached, buf, &frame) == 0)
 		return frame;
@@ -855,21 +858,25 @@ static __always_inline __u64 watch_current_frame(void)
 	return frame;
 }
 
-/* A coroutine of W's code takes its first step on this thread now. */
-static __always_inline void watch_start(const struct pyspan_watch *w, __u64 now)
+/* The first RESUME of W's code, at ADDR, was fetched (or written: the
+ * interpreter quickens a code's instructions in place) on this thread
+ * now: a coroutine of it takes its first step unless its frame is past
+ * that instruction already (a later step, during which the write came)
+ * or was opened before (3.12 reads the instruction's two bytes apart). */
+static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr, __u64 now)
 {
-	__u64 frame = watch_current_frame(), gen;
+	const struct py_proc *p = NULL;
+	__u64 frame = watch_current_frame(&p), gen;
 	struct coro_key k;
-	__u8 one = 1;
 
-	if (!frame || read_ptr(frame + layout.frame_code) != w->code)
-		return; /* a write to the instruction (quickening), not a step */
+	if (!frame || !p || read_ptr(frame + layout.frame_code) != w->code ||
+	    read_ptr(frame + p->layout.frame_instr) > addr)
+		return;
 	gen = frame - layout.gen_iframe;
 	k = coro_key_of(gen);
-	/* the same fetch seen again (3.12) */
 	if (bpf_map_lookup_elem(&watch_opens, &k))
 		return;
-	if (bpf_map_update_elem(&watch_opens, &k, &one, BPF_NOEXIST)) {
+	if (bpf_map_update_elem(&watch_opens, &k, &now, BPF_NOEXIST)) {
 		count(SPAN_CNT_CORO_TABLE_FULL);
 		return;
 	}
@@ -882,7 +889,7 @@ struct watch_end {
 	__u32 pad;
 };
 
-static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u8 *v, struct watch_end *e)
+static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u64 *v, struct watch_end *e)
 {
 	if (k->tgid == e->tgid && gen_state(k->gen) >= PYSPAN_FRAME_COMPLETED) {
 		coro_close(k->gen, e->now);
@@ -896,14 +903,35 @@ int py_watch(struct bpf_perf_event_data *ctx)
 {
 	__u64 addr = ctx->addr, now = bpf_ktime_get_ns();
 	struct watch_end end = { now, (__u32)(bpf_get_current_pid_tgid() >> 32), 0 };
-	struct pyspan_watch *w = bpf_map_lookup_elem(&watches, &addr);
+	struct pyspan_watch *w;
 
-	if (!w)
+	/* a forked child inherits the watchpoints: followed or not */
+	if (!traced_current() || !(w = bpf_map_lookup_elem(&watches, &addr)))
 		return 0;
 	if (w->kind == PYSPAN_WATCH_FIRST_STEP)
-		watch_start(w, now);
+		watch_start(w, addr, now);
 	else
 		bpf_for_each_map_elem(&watch_opens, watch_end_one, &end, 0);
+	return 0;
+}
+
+static long watch_forget_one(struct bpf_map *map, struct coro_key *k, __u64 *v, __u32 *tgid)
+{
+	if (k->tgid == *tgid)
+		bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+/* A process's main thread ends: its coroutines still open will not end
+ * (they are counted as open at exit by the engine's table). */
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(py_watch_exit, struct task_struct *task)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)(id >> 32);
+
+	if ((__u32)id == tgid)
+		bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
 	return 0;
 }
 

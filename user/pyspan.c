@@ -418,6 +418,9 @@ static int attach_watches(struct pyspan *p, pid_t pid)
 		if (bpf_map_update_elem(fd, &addr, &v, BPF_ANY))
 			return -errno;
 	}
+	if (bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_watch_exit"),
+			     "the watchpoint hook's process-exit tracepoint"))
+		return -EINVAL;
 	return pywatch_attach(&p->watch, pid, bpf_loader_program(p->obj, "py_watch"));
 }
 
@@ -463,6 +466,7 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 				   !p->watching && version_needs(&p->interp, end_hooks[i]));
 	load_hook_programs(p, &plain_hook, p->plain_calls);
 	set_autoload(p, "py_watch", p->watching);
+	set_autoload(p, "py_watch_exit", p->watching);
 	rc = share_traced_set(p, t->traced_set);
 	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
 }
@@ -706,7 +710,10 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 		(unsigned long long)spans);
 	if (seen)
 		return;
-	if (!p->plain_calls)
+	if (p->watching)
+		fprintf(out, "pmetrics: warning: py:%s:%s was never seen: no coroutine of it took a "
+			"first step while watched\n", pr->module, pr->qualname);
+	else if (!p->plain_calls)
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function "
 			"(not async def), time it with --python-hook calls\n", pr->module,
 			pr->qualname);

@@ -13,14 +13,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "array_grow.h"
 #include "pyspan.h"
 #include "python_probe.h"
 #include "symbolizer.h"
 
 #define CO_COROUTINE 0x80
 #define SCAN_CHUNK (1u << 20)
-/* Bytes of a code object read to match it: past co_qualname (3.11-3.13). */
-#define CODE_HEAD 160
+/* Bytes of a code or function object read to match it: past every field
+ * taken (the offsets are checked against it; 3.13 takes them from the
+ * interpreter's own _Py_DebugOffsets). */
+#define CODE_HEAD 320
 /* Code units read to find a coroutine's first step. */
 #define PROLOGUE_UNITS 32
 
@@ -38,6 +41,8 @@ static int watchpoint_open(pid_t tid, uint64_t addr, uint32_t len)
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
 	a.inherit = 1;
+	/* an exec'd child runs another program at these addresses */
+	a.remove_on_exec = 1;
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -51,7 +56,7 @@ int pywatch_fire_check(char *why, size_t len)
 	if (fd < 0) {
 		err = -errno;
 		snprintf(why, len, "this kernel gives no hardware watchpoint (perf_event_open: %s; "
-			 "CONFIG_HAVE_HW_BREAKPOINT)", strerror(errno));
+			 "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines", strerror(errno));
 		return err;
 	}
 	for (int i = 0; i < 10; i++)
@@ -62,7 +67,7 @@ int pywatch_fire_check(char *why, size_t len)
 	if (seen > 0)
 		return 0;
 	snprintf(why, len, "this machine's hardware watchpoints never fire (0 of 10 writes seen: a "
-		 "virtual machine that does not pass debug exceptions on)");
+		 "virtual machine that does not pass debug exceptions on): use --python-hook coroutines");
 	return -ENOTSUP;
 }
 
@@ -102,12 +107,10 @@ int pywatch_first_step(const uint8_t *code, int n, int minor)
 
 /* ---- finding the code objects ---------------------------------------------- */
 
-/* A function object seen with a probe's qualified name. */
+/* A live function object and its code. */
 struct seen_function {
 	uint64_t function, code;
 };
-
-#define SEEN_FUNCTIONS 16
 
 struct scan {
 	const struct python_proc *p;
@@ -118,8 +121,11 @@ struct scan {
 	uint64_t found[PYSPAN_MAX_PROBES][PYSPAN_MAX_WATCHES];
 	int n_found[PYSPAN_MAX_PROBES];
 	bool not_coroutine[PYSPAN_MAX_PROBES];
-	struct seen_function functions[PYSPAN_MAX_PROBES][SEEN_FUNCTIONS];
-	int n_functions[PYSPAN_MAX_PROBES];
+	/* every function object: which ones run a found code is known only
+	 * once the scan is over */
+	struct seen_function *functions;
+	size_t n_functions, cap_functions;
+	uint64_t bytes_read;
 };
 
 static bool ends_with(const char *s, const char *suffix, size_t n)
@@ -138,20 +144,17 @@ static uint64_t word_at(const uint8_t *head, uint32_t off)
 }
 
 /* A live function object at FUNCTION whose first CODE_HEAD bytes are
- * HEAD: kept when it bears a probe's qualified name (its code is
- * matched once every code object is known). */
+ * HEAD, kept with its code. */
 static void scan_function(struct scan *s, uint64_t function, const uint8_t *head)
 {
 	uint64_t refs = word_at(head, 0);
-	const char *qualname;
 
 	if (refs == 0 || refs > (1ull << 40))
 		return;
-	qualname = python_str(s->names, s->p, word_at(head, s->obj.func_qualname));
-	for (int i = 0; qualname && i < s->n_probes; i++)
-		if (strcmp(qualname, s->cfg[i].qualname) == 0 && s->n_functions[i] < SEEN_FUNCTIONS)
-			s->functions[i][s->n_functions[i]++] =
-				(struct seen_function){ function, word_at(head, s->obj.func_code) };
+	if (array_grow((void **)&s->functions, &s->cap_functions, s->n_functions + 1,
+		       sizeof(*s->functions)))
+		s->functions[s->n_functions++] =
+			(struct seen_function){ function, word_at(head, s->obj.func_code) };
 }
 
 /* A live code object at CODE whose first CODE_HEAD bytes are HEAD: which
@@ -196,6 +199,7 @@ static void scan_range(struct scan *s, uint8_t *buf, uint64_t start, uint64_t en
 
 		if (python_read_memory(s->p->pid, buf, len, at))
 			continue; /* a guard page, or unmapped meanwhile */
+		s->bytes_read += len;
 		for (size_t off = 0; off + 8 <= len; off += 8) {
 			uint64_t type = word_at(buf, (uint32_t)off), obj = at + off - 8;
 
@@ -243,13 +247,13 @@ static int scan_process(struct scan *s)
 static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
 {
 	uint64_t function = 0;
-	int n = 0;
+	size_t n = 0;
 
 	if (strstr(s->cfg[probe].qualname, "<locals>"))
 		return code;
-	for (int i = 0; i < s->n_functions[probe]; i++)
-		if (s->functions[probe][i].code == code) {
-			function = s->functions[probe][i].function;
+	for (size_t i = 0; i < s->n_functions; i++)
+		if (s->functions[i].code == code) {
+			function = s->functions[i].function;
 			n++;
 		}
 	return n == 1 ? function : code;
@@ -302,9 +306,10 @@ static int take_found(struct pywatch *w, const struct scan *s, const struct py_p
 		want += 2 * s->n_found[i];
 	}
 	if (want > PYSPAN_MAX_WATCHES) {
-		snprintf(err, errlen, "--python-hook watch needs %d hardware watchpoints for these "
+		snprintf(err, errlen, "--python-hook watch needs %s%d hardware watchpoints for these "
 			 "functions (2 per code object), and a thread has %d: time fewer functions, or "
-			 "use --python-hook coroutines", want, PYSPAN_MAX_WATCHES);
+			 "use --python-hook coroutines", want > 2 * PYSPAN_MAX_WATCHES - 2 ? "at least " : "",
+			 want, PYSPAN_MAX_WATCHES);
 		return -E2BIG;
 	}
 	for (int i = 0; i < s->n_probes; i++)
@@ -312,6 +317,17 @@ static int take_found(struct pywatch *w, const struct scan *s, const struct py_p
 			if ((rc = add_points(w, s, s->found[i][j], (uint32_t)i, err, errlen)))
 				return rc;
 	return 0;
+}
+
+/* Every field the scan takes lies within the CODE_HEAD bytes it reads. */
+static bool fields_fit(const struct py_layout *L, const struct pyspan_layout *obj)
+{
+	uint32_t offs[] = { L->code_name, L->code_filename, obj->code_flags, obj->func_code };
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] + 8 > CODE_HEAD)
+			return false;
+	return true;
 }
 
 int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
@@ -328,6 +344,12 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 			 "--python-hook coroutines", p->interp_name, p->major, p->minor);
 		return -ENOTSUP;
 	}
+	if (!fields_fit(&p->walk.layout, &s.obj)) {
+		snprintf(err, errlen, "--python-hook watch: %s %d.%d lays its code objects out past "
+			 "what pmetrics reads of them: use --python-hook coroutines", p->interp_name,
+			 p->major, p->minor);
+		return -ENOTSUP;
+	}
 	if (n > PYSPAN_MAX_PROBES)
 		n = s.n_probes = PYSPAN_MAX_PROBES;
 	for (int i = 0; i < n; i++)
@@ -336,12 +358,15 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 		return -ENOMEM;
 	rc = scan_process(&s);
 	python_names_free(s.names);
-	if (rc) {
-		snprintf(err, errlen, "cannot read the memory of process %d: %s", (int)p->pid,
-			 strerror(-rc));
-		return rc;
-	}
-	return take_found(w, &s, probes, err, errlen);
+	if (!rc && !s.bytes_read)
+		rc = -EPERM;
+	if (!rc)
+		rc = take_found(w, &s, probes, err, errlen);
+	else
+		snprintf(err, errlen, "cannot read the memory of process %d (%s): it ended, or "
+			 "pmetrics lacks CAP_SYS_PTRACE over it", (int)p->pid, strerror(-rc));
+	free(s.functions);
+	return rc;
 }
 
 /* ---- watching ------------------------------------------------------------------ */
@@ -349,20 +374,23 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 static int watch_thread(struct pywatch *w, pid_t tid, struct bpf_program *prog)
 {
 	for (int i = 0; i < w->n_points; i++) {
-		int fd = watchpoint_open(tid, w->points[i].addr, w->points[i].len);
+		int fd = watchpoint_open(tid, w->points[i].addr, w->points[i].len), err = errno;
 		struct bpf_link *link;
 
 		if (fd < 0) {
-			if (errno == ESRCH)
+			if (err == ESRCH)
 				return 0; /* the thread ended meanwhile */
 			fprintf(stderr, "pmetrics: cannot set a hardware watchpoint in thread %d: %s%s\n",
-				(int)tid, strerror(errno), errno == ENOSPC ?
-				" (its debug registers are taken: a debugger attached?)" : "");
-			return -errno;
+				(int)tid, strerror(err), err == ENOSPC ?
+				" (its debug registers are taken: a debugger attached?)" :
+				"; use --python-hook coroutines");
+			return -err;
 		}
 		link = bpf_program__attach_perf_event(prog, fd);
+		err = errno;
 		if (!link)
 			close(fd);
+		errno = err;
 		if (bpf_links_add(&w->links, link, "the Python watchpoint hook (CONFIG_BPF_EVENTS)"))
 			return -EINVAL;
 	}
@@ -378,10 +406,12 @@ int pywatch_attach(struct pywatch *w, pid_t pid, struct bpf_program *prog)
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	if (!(dir = opendir(path))) {
+		rc = -errno;
 		fprintf(stderr, "pmetrics: cannot list the threads of process %d: %s\n", (int)pid,
-			strerror(errno));
-		return -errno;
+			strerror(-rc));
+		return rc;
 	}
+	bpf_loader_raise_fd_limit(); /* two per point and thread: the event, its link */
 	while (!rc && (d = readdir(dir))) {
 		long tid = strtol(d->d_name, NULL, 10);
 
