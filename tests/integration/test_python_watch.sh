@@ -8,7 +8,10 @@
 # functions (nest 6 deep in itself; step as tasks, gathered, raising,
 # cancelled, thrown through, closed, freed while suspended), each holding
 # the function's own in-process interval (span_refs.py), none for the
-# untimed code around them; and the errors for what the hook cannot do.
+# untimed code around them; the robot preset's two functions (one defined
+# inside another); a forked child's calls (with and without
+# --no-children) but not an exec'd one's; and the errors for what the
+# hook cannot do.
 #
 # This project's VM accepts watchpoints and never fires them: there the
 # checks run on an emulated x86 CPU with this machine's own files
@@ -117,6 +120,30 @@ check_preset() {
 	else t_fail "$(rows "$data" GETTING_CACHED_ANALYSIS) cached-analysis rows, want 3"; fi
 }
 
+# check_children TAG PY [--no-children]: pmtest.timed in a subprocess -m
+# child, a spawn child (both exec a new interpreter: not watched) and a
+# fork child (inherits the watchpoints): the fork child's rows only, or
+# none without children.
+check_children() {
+	local tag="$1" py="$2" out go="$T_TMP/go.$1" nest=6 step=11; shift 2
+	out=$(fresh_dir)
+	[ $# -gt 0 ] && nest=0 step=0
+	t_begin "$tag"
+	if ! start_scenario "$py" "$go" "$out.py" "$T_TMP" timed-children; then
+		t_fail "the scenario did not start"; return
+	fi
+	if ! pm_start -o "$out" --python-hook watch "${PROBES[@]}" "$@" --pid "$PYPID"; then
+		t_fail "pmetrics did not attach: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"
+		stop_scenario "$go"; return
+	fi
+	touch "$go"
+	wait "$PYPID"
+	if ! pm_wait; then t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; return; fi
+	if [ "$(rows "$out/robot_context_data" NEST)" -eq $nest ] &&
+		[ "$(rows "$out/robot_context_data" STEP)" -eq $step ]; then t_pass
+	else t_fail "NEST $(rows "$out/robot_context_data" NEST) STEP $(rows "$out/robot_context_data" STEP) rows, want $nest and $step"; fi
+}
+
 # check_refusals PY: what the hook cannot do, one interpreter.
 check_refusals() {
 	local py="$1" go="$T_TMP/go.refusals" log="$T_TMP/refusals.py"
@@ -148,7 +175,11 @@ run_checks() {
 	else
 		t_begin watch.py312.stripped; t_skip "no pyenv Python 3.12 libpython to strip"
 	fi
-	[ -n "$first" ] && check_refusals "$first"
+	if [ -n "$first" ]; then
+		check_refusals "$first"
+		check_children watch.children "$first"
+		check_children watch.no_children "$first" --no-children
+	fi
 	py=$(interpreter 3.10)
 	if [ -n "$py" ]; then
 		start_scenario "$py" "$T_TMP/go.old" "$T_TMP/old.py" "$T_TMP" &&
