@@ -62,6 +62,9 @@ CHECK_EXTRA += robot-guest-maybe
 # in the emulated robot with Debian's arm64 python3.11 (the premise of a
 # Python hook that traps only timed calls): counts, not times.
 BENCH_SCRIPTS += bench/watchpoints.sh
+# The robot-server-shaped asyncio workload by the default hook and by the
+# watchpoint hook: traps taken per run (and CPU where watchpoints fire).
+BENCH_SCRIPTS += bench/python_watch.sh
 
 robot-deps:
 	$(Q)bash .ci/install-deps

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The asyncio workload shaped like the robot server (bench/async_workload.py,
+# 21 timed calls) attached to with --preset robot-server by the default
+# hook and by --python-hook watch, against the same workload untraced, in
+# the same run (bench/watchpoints/workload_rounds.sh): the workload's CPU
+# time, the rows, and how many traps pmetrics took (its Python BPF
+# programs' run counts). Where this machine's watchpoints never fire the
+# rounds run on an emulated x86 CPU (tests/robot/tcg-x86.sh): the trap
+# counts hold there as anywhere, the CPU ratios do not (an emulated trap
+# costs nothing like a real one), so only the counts are the result
+# there.
+set -u
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+rounds=${BENCH_ROUNDS:-3}
+scale=${BENCH_WATCH_SCALE:-0.2}
+out=$(mktemp -d /tmp/pmetrics-bench-pywatch.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+source "$here/lib.sh"
+
+pythons=()
+for v in 3.11 3.12 3.13; do
+	py=$(interpreter $v)
+	[ -n "$py" ] && pythons+=("$py")
+done
+[ ${#pythons[@]} -gt 0 ] || { echo "python watch bench skipped: no pyenv CPython 3.11-3.13"; exit 0; }
+gcc -O2 -o "$out/watcher" "$here/watchpoints/watcher.c" || exit 1
+rounds_cmd=(bash "$here/watchpoints/workload_rounds.sh" "$root/pmetrics" "$rounds" "$scale" "${pythons[@]}")
+echo "Asyncio workload (bench/async_workload.py --scale $scale, 21 timed calls), --preset robot-server"
+echo "attached with --pid: the workload's CPU, rows, and traps pmetrics took; median of $rounds interleaved rounds"
+if [ "$("$out/watcher" --self-test 2>/dev/null || echo 0)" -gt 0 ]; then
+	where="this machine"
+	"${rounds_cmd[@]}" >"$out/rounds.log"
+else
+	where="an emulated x86 CPU (this machine's watchpoints never fire): CPU ratios there are not real costs"
+	bash "$root/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	source "$root/tests/robot/tcg-x86.sh"
+	printf '%q ' "${rounds_cmd[@]}" >"$out/guest.sh"
+	tcg_x86_run "$out/guest.sh" >"$out/rounds.log" || { echo "  skipped: $TCG_WHY"; exit 0; }
+fi
+echo "  on $where"
+printf '  %-8s %-12s %8s %11s %6s %10s %14s\n' python hook "CPU s" "x untraced" rows traps "traps per row"
+python3 - "$out/rounds.log" <<'TABLE'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 6 and f[0] == "RESULT" and f[3] != "none":
+        runs.setdefault((f[1], f[2]), []).append((float(f[3]), int(f[4]), int(f[5])))
+for (version, hook), r in sorted(runs.items()):
+    cpu = statistics.median(x[0] for x in r)
+    rows = statistics.median(x[1] for x in r)
+    traps = statistics.median(x[2] for x in r)
+    base = runs.get((version, "untraced"))
+    ratio = "%.3fx" % (cpu / statistics.median(x[0] for x in base)) if base else "-"
+    per = "%.1f" % (traps / rows) if rows else "-"
+    print("  %-8s %-12s %8.3f %11s %6d %10d %14s" % (version, hook, cpu, ratio, rows, traps, per))
+TABLE
