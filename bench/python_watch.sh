@@ -57,4 +57,7 @@ for (version, hook), r in sorted(runs.items()):
     ratio = "%.3fx" % (cpu / statistics.median(x[0] for x in base)) if base else "-"
     per = "%.1f" % (traps / rows) if rows else "-"
     print("  %-8s %-12s %8.3f %11s %6d %10d %14s" % (version, hook, cpu, ratio, rows, traps, per))
+for line in sorted(set(open(sys.argv[1]))):
+    if line.startswith("FAILED "):
+        print("  pmetrics " + line.strip())
 TABLE

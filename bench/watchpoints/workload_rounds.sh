@@ -7,7 +7,8 @@
 # watch. Prints "RESULT PYTHON-VERSION CONFIG CPU-SECONDS ROWS TRAPS" per
 # run: the workload's own CPU time, the rows pmetrics wrote, and how many
 # times pmetrics' Python programs ran in it (each run is one trap: a
-# uprobe's, or a watchpoint's), read with the kernel's BPF run counts.
+# uprobe's, or a watchpoint's), read with the kernel's BPF run counts;
+# "FAILED CONFIG under PYTHON: REASON" when pmetrics failed.
 set -u
 pmetrics=$1 rounds=$2 scale=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +32,10 @@ one_run() {
 	[ -n "$pm" ] && traps=$(python_program_runs)
 	touch "$tmp/go.end"
 	wait "$pid"
-	[ -n "$pm" ] && wait "$pm"
+	if [ -n "$pm" ] && ! wait "$pm"; then
+		echo "FAILED $config under $py: $(grep -v '^libbpf' "$tmp/err" | tail -n 1)"
+		return
+	fi
 	cpu=$(sed -n 's/.*, cpu \([0-9.]*\) s$/\1/p' "$tmp/out")
 	[ -f "$tmp/rec/robot_context_data" ] && rows=$(wc -l <"$tmp/rec/robot_context_data")
 	echo "RESULT $("$py" -c 'import sys; print(sys.version.split()[0])') $config ${cpu:-none} $rows $traps"
