@@ -428,25 +428,34 @@ static __always_inline void coro_open(__u64 gen, __u32 idx, __u32 tid, __u64 now
 		span_context_begin(&ck, ck.owner, tid);
 }
 
+/* OPEN, the entry of GEN under K, ends now: its row (if it was seen
+ * begin) goes out and the entry goes; its thread slot is the caller's. */
+static __always_inline void coro_end(__u64 gen, const struct coro_key *k,
+				     const struct open_coro *open, __u64 now)
+{
+	struct span_context_key ck = coro_context_key(gen);
+
+	if (open->start_ns) {
+		span_emit(open->start_ns, now, probes[open->idx & (PYSPAN_MAX_PROBES - 1)].probe_id,
+			  k->tgid, open->tid, &ck);
+		count_probe(open->idx, PYSPAN_PC_SPANS);
+	}
+	bpf_map_delete_elem(&open_coros, k);
+}
+
 /* A timed coroutine's span ends now, if it is one we saw begin. */
 static __always_inline void coro_close(__u64 gen, __u64 now)
 {
 	struct coro_key k = coro_key_of(gen);
 	struct open_coro *open = bpf_map_lookup_elem(&open_coros, &k);
-	struct span_context_key ck = coro_context_key(gen);
 
 	if (!open) {
 		count(SPAN_CNT_CORO_NO_START);
 		return;
 	}
-	if (open->start_ns) {
-		span_emit(open->start_ns, now, probes[open->idx & (PYSPAN_MAX_PROBES - 1)].probe_id,
-			  k.tgid, open->tid, &ck);
-		count_probe(open->idx, PYSPAN_PC_SPANS);
-	}
 	if (track_thread_opens)
 		thread_open_remove(open->tid, gen);
-	bpf_map_delete_elem(&open_coros, &k);
+	coro_end(gen, &k, open, now);
 }
 
 /* ---- coroutine steps from C ------------------------------------------- */
@@ -699,7 +708,7 @@ SEC("uprobe")
 int py_throw_through(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), ended[THREAD_OPEN_MAX] = {};
+	__u64 now = bpf_ktime_get_ns();
 	struct thread_open *t;
 
 	if (!traced_current())
@@ -707,13 +716,22 @@ int py_throw_through(struct pt_regs *ctx)
 	t = bpf_map_lookup_elem(&thread_opens, &tid);
 	if (!t)
 		return 0;
-	/* collected first: coro_close() writes the slots */
-	for (int i = 0; i < THREAD_OPEN_MAX; i++)
-		if (t->gen[i] && open_on_thread(t->gen[i], tid) && gen_finished(t->gen[i]))
-			ended[i] = t->gen[i];
-	for (int i = 0; i < THREAD_OPEN_MAX; i++)
-		if (ended[i])
-			coro_close(ended[i], now);
+	/* One pass, each slot ended in place: a coroutine has one slot, so
+	 * ending it frees no other. (A nested search of the slots per ended
+	 * one is more than a 6.1 verifier walks.) */
+	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
+		__u64 gen = t->gen[i];
+		struct coro_key k = coro_key_of(gen);
+		struct open_coro *open;
+
+		if (!gen)
+			continue;
+		open = bpf_map_lookup_elem(&open_coros, &k);
+		if (!open || open->tid != tid || !gen_finished(gen))
+			continue;
+		t->gen[i] = 0;
+		coro_end(gen, &k, open, now);
+	}
 	return 0;
 }
 
