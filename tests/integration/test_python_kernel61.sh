@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# timeout: 1500
+# Python spans on an older kernel: Debian's 6.1 amd64 kernel booted under
+# qemu TCG with this machine's own files (tests/robot/tcg-x86.sh). Its
+# verifier gives up sooner than this machine's (a program it cannot walk
+# in a million instructions is refused, where a newer one prunes it), and
+# it has neither multi-uprobe links nor uprobe sessions, so every hook
+# point is a link of its own with a separate return probe: the path the
+# robot's 5.15 and 6.6 take. Every installed pyenv CPython 3.8-3.13 is
+# timed there with the default hook and with --python-hook calls, and a
+# stripped copy of 3.10 and 3.12 with the default hook, each launched,
+# the rows checked exactly as test_python.sh checks them (span_refs.py),
+# with the slack the emulated CPU needs.
+#
+# The emulated CPU runs some 30x slower than this one: a row may exceed
+# the function's in-process interval by up to 10 ms there (3 ms natively).
+source "$ROOT/tests/integration/lib.sh"
+source "$ROOT/tests/integration/python_timed.sh"
+
+t_begin kernel61_root; need_root || exit 0
+
+if [ -n "${PMETRICS_IN_TCG:-}" ]; then
+	MAX_EXCESS_US=10000
+	t_begin kernel61.kernel
+	case "$(uname -r)" in
+	6.1.*) t_pass ;;
+	*) t_fail "the guest runs $(uname -r), want Debian's 6.1" ;;
+	esac
+	for minor in 8 9 10 11 12 13; do
+		py=$(interpreter "3.$minor")
+		if [ -z "$py" ]; then t_begin "kernel61.py3$minor"; t_skip "no pyenv Python 3.$minor installed"; continue; fi
+		check_timed "kernel61.py3$minor.coroutines" "$py" "$minor" launch coroutines
+		expect_links=$(ls -t "$T_TMP"/out.*.err | head -n 1)
+		t_begin "kernel61.py3$minor.one_link_each"
+		if grep -q "^pmetrics: Python uprobes one link each" "$expect_links"; then t_pass
+		else t_fail "-v does not say the uprobes are one link each on $(uname -r)"; fi
+		check_timed "kernel61.py3$minor.calls" "$py" "$minor" launch calls
+	done
+	for minor in 10 12; do
+		py=$(interpreter "3.$minor")
+		lib=$(stripped_copy "$minor")
+		if [ -z "$py" ] || [ -z "$lib" ]; then
+			t_begin "kernel61.py3$minor.stripped"; t_skip "no pyenv Python 3.$minor libpython to strip"; continue
+		fi
+		check_timed "kernel61.py3$minor.stripped" "$py" "$minor" launch coroutines "$lib"
+	done
+	exit 0
+fi
+
+bash "$ROOT/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+source "$ROOT/tests/robot/tcg-x86.sh"
+guest="$T_TMP/guest.sh"
+printf 'PMETRICS_IN_TCG=1 PMETRICS=%q BUILD=%q ROOT=%q bash %q\n' "$PMETRICS" "$BUILD" "$ROOT" \
+	"$ROOT/tests/integration/test_python_kernel61.sh" >"$guest"
+if ! tcg_x86_run "$guest" >"$T_TMP/guest.log"; then
+	t_begin kernel61.emulated
+	case "$TCG_WHY" in
+	"no qemu"* | "no cpio"* | "apt knows no"* | "cannot download"*)
+		t_skip "no emulated x86 CPU: $TCG_WHY" ;;
+	*) t_fail "$TCG_WHY" ;;
+	esac
+	exit 0
+fi
+sed -n '/^\(PASS\|FAIL\|SKIP\) kernel61\./p; /^    /p' "$T_TMP/guest.log"
+t_begin kernel61.emulated_ran
+if grep -q '^PASS kernel61\.py31[0-3]\.coroutines\.spans' "$T_TMP/guest.log"; then t_pass
+else t_fail "the emulated run checked nothing: $(tail -n 3 "$T_TMP/guest.log" | tr '\n' ' ')"; fi
