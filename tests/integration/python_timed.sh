@@ -45,7 +45,9 @@ TIMED_PROBES=(--probe NEST=py:pmtest.timed:nest --probe STEP=py:pmtest.timed:ste
 	--probe TICKS=py:pmtest.timed:ticks --probe PLAIN=py:pmtest.timed:plain)
 # A row may exceed the function's own measurement by the time from its
 # first step to its first line and from its finally clause to its end:
-# microseconds, up to 3 ms when the loaded 2-core VM preempts it there.
+# microseconds, at most 3 ms here; when the loaded 2-core VM preempts the
+# thread there, a tenth of the rows may exceed it by up to ten times that
+# (span_refs.py; 4.3 ms seen once in 24 rows).
 MAX_EXCESS_US=${MAX_EXCESS_US:-3000}
 
 # timed_counts MINOR HOOK RUNS: the NAME=COUNT list span_refs.py checks

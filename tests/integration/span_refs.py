@@ -9,16 +9,24 @@ is 0 (a function the capture cannot see), the reference files exactly
 COUNT durations. A function measures itself from its first
 line to its finally clause, inside the interval pmetrics times (its first
 step to its end), so with both lists sorted each row must be at least its
-reference and at most MAX_EXCESS_US microseconds longer. (Sorting keeps
-that bound: if some pairing satisfies it, the sorted one does too.)
-Prints one line per NAME with the median and largest excess; exits 1 on
-the first NAME that fails, naming what differs.
+reference, and longer by at most MAX_EXCESS_US microseconds. The time a
+span holds beyond the function's own is microseconds of interpreter work,
+unless the kernel preempts the thread inside it: a shared or emulated
+machine does that for milliseconds at a time. So a few rows, a tenth of
+them (at least one), may exceed MAX_EXCESS_US, but by no more than
+OUTLIER_FACTOR times it; a span that ends at the wrong event is off by a
+whole sleep of the program, and one that ends at a later one by far more.
+(Sorting keeps the per-row bounds: if some pairing satisfies them, the
+sorted one does too.) Prints one line per NAME with the median and largest
+excess; exits 1 on the first NAME that fails, naming what differs.
 """
 import csv
 import glob
 import os
 import statistics
 import sys
+
+OUTLIER_FACTOR = 10
 
 
 def durations(data_file, name):
@@ -50,9 +58,15 @@ def check(data_file, refs_dir, max_excess_ns, name, count):
     print(f"{name}: {count} rows, excess over in-process timing median "
           f"{statistics.median(excess) / 1000:.1f} us, max {max(excess) / 1000:.1f} us")
     for r, ref, e in zip(rows, refs, excess):
-        if e < 0 or e > max_excess_ns:
-            return (f"{name}: a row of {r} ns against the function's own {ref} ns "
-                    f"(excess {e / 1000:.1f} us, allowed 0 to {max_excess_ns / 1000:.0f} us)")
+        if e < 0 or e > OUTLIER_FACTOR * max_excess_ns:
+            return (f"{name}: a row of {r} ns against the function's own {ref} ns (excess "
+                    f"{e / 1000:.1f} us, allowed 0 to {OUTLIER_FACTOR * max_excess_ns / 1000:.0f} us)")
+    over = [e for e in excess if e > max_excess_ns]
+    allowed = max(1, count // 10)
+    if len(over) > allowed:
+        return (f"{name}: {len(over)} rows exceed the function's own timing by more than "
+                f"{max_excess_ns / 1000:.0f} us, allowed {allowed} "
+                f"(excess us: {sorted(round(e / 1000) for e in over)})")
     return None
 
 

@@ -9,7 +9,8 @@
 #
 # Exactness: pmtest/timed.py's functions time themselves in-process; each
 # row must hold that interval and exceed it by at most MAX_EXCESS_US
-# (span_refs.py), for nested coroutines, tasks, gather, exceptions,
+# (span_refs.py: a tenth of the rows, preempted, by up to ten times
+# that), for nested coroutines, tasks, gather, exceptions,
 # cancellation, generators and plain calls, in the interpreter and in its
 # subprocess, spawn and fork children, launched and with --pid.
 #
