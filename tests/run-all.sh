@@ -7,13 +7,15 @@
 # Each integration test runs in a session of its own under a time limit:
 # 600 s, or what a "# timeout: SECONDS" line in the script says. A test
 # that overruns is killed with everything it started and counts as one
-# failure naming it; the other tests still run.
+# failure naming it; the other tests still run. Each test's wall time is
+# printed after it, and the slowest ones at the end: CI has a time budget.
 set -u
 build=$(cd "$1" && pwd)
 what=${2:-all}
 root=$(cd "$(dirname "$0")/.." && pwd)
 passed=0 failed=0 skipped=0
 log=$(mktemp /tmp/pmetrics-run.XXXXXX)
+times=$(mktemp /tmp/pmetrics-times.XXXXXX)
 
 count_cmocka() {
 	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s)..."
@@ -75,15 +77,18 @@ run_limited() {
 }
 
 run_integration() {
-	local t name limit rc
+	local t name limit rc began
 	for t in "$root"/tests/integration/test_*.sh; do
 		[ -f "$t" ] || continue
 		name=$(basename "$t")
 		limit=$(test_limit "$t")
 		echo "== integration $name"
+		began=$SECONDS
 		PMETRICS="$root/pmetrics" BUILD="$build" ROOT="$root" run_limited "$limit" "$log" bash "$t"
 		rc=$?
 		cat "$log"
+		echo "-- $name: $((SECONDS - began)) s"
+		echo "$((SECONDS - began)) $name" >>"$times"
 		passed=$((passed + $(grep -c '^PASS ' "$log")))
 		failed=$((failed + $(grep -c '^FAIL ' "$log")))
 		skipped=$((skipped + $(grep -c '^SKIP ' "$log")))
@@ -121,7 +126,12 @@ unit-asan) run_unit_dir "$build/asan/tests" unit-asan ;;
 integration) run_integration ;;
 *) run_units; run_integration ;;
 esac
-rm -f "$log"
+if [ -s "$times" ]; then
+	echo
+	echo "slowest integration tests (seconds), of $SECONDS s in all:"
+	sort -rn "$times" | head -n 5 | sed 's/^/  /'
+fi
+rm -f "$log" "$times"
 echo
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
