@@ -125,3 +125,25 @@ stripped_copy() {
 	strip --strip-unneeded -o "$dir/libpython3.$minor.so.1.0" "$lib" || return 0
 	echo "$dir"
 }
+
+# ---- an emulated x86-64 CPU (test_python_watch.sh, test_python_kernel61.sh) --
+# rerun_in_tcg_x86 NAME SCRIPT: the test SCRIPT run again, with
+# PMETRICS_IN_TCG=1, under Debian's amd64 kernel on an emulated CPU
+# (tests/robot/tcg-x86.sh); the guest's output goes to $T_TMP/guest.log.
+# When the guest cannot run it, NAME.emulated is skipped (no emulator to
+# be had) or failed, and the return is 1.
+rerun_in_tcg_x86() {
+	local name="$1" script="$2" guest="$T_TMP/guest.sh"
+	bash "$ROOT/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	source "$ROOT/tests/robot/tcg-x86.sh"
+	printf 'PMETRICS_IN_TCG=1 PMETRICS=%q BUILD=%q ROOT=%q bash %q\n' "$PMETRICS" "$BUILD" "$ROOT" \
+		"$script" >"$guest"
+	tcg_x86_run "$guest" >"$T_TMP/guest.log" && return 0
+	t_begin "$name.emulated"
+	case "$TCG_WHY" in
+	"no qemu"* | "no cpio"* | "apt knows no"* | "cannot download"*)
+		t_skip "no emulated x86 CPU: $TCG_WHY" ;;
+	*) t_fail "$TCG_WHY" ;;
+	esac
+	return 1
+}

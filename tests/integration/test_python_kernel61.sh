@@ -31,9 +31,9 @@ if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 		py=$(interpreter "3.$minor")
 		if [ -z "$py" ]; then t_begin "kernel61.py3$minor"; t_skip "no pyenv Python 3.$minor installed"; continue; fi
 		check_timed "kernel61.py3$minor.coroutines" "$py" "$minor" launch coroutines
-		expect_links=$(ls -t "$T_TMP"/out.*.err | head -n 1)
+		said=$(ls -t "$T_TMP"/out.*.err | head -n 1)
 		t_begin "kernel61.py3$minor.one_link_each"
-		if grep -q "^pmetrics: Python uprobes one link each" "$expect_links"; then t_pass
+		if grep -q "^pmetrics: Python uprobes one link each" "$said"; then t_pass
 		else t_fail "-v does not say the uprobes are one link each on $(uname -r)"; fi
 		check_timed "kernel61.py3$minor.calls" "$py" "$minor" launch calls
 	done
@@ -48,20 +48,7 @@ if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 	exit 0
 fi
 
-bash "$ROOT/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
-source "$ROOT/tests/robot/tcg-x86.sh"
-guest="$T_TMP/guest.sh"
-printf 'PMETRICS_IN_TCG=1 PMETRICS=%q BUILD=%q ROOT=%q bash %q\n' "$PMETRICS" "$BUILD" "$ROOT" \
-	"$ROOT/tests/integration/test_python_kernel61.sh" >"$guest"
-if ! tcg_x86_run "$guest" >"$T_TMP/guest.log"; then
-	t_begin kernel61.emulated
-	case "$TCG_WHY" in
-	"no qemu"* | "no cpio"* | "apt knows no"* | "cannot download"*)
-		t_skip "no emulated x86 CPU: $TCG_WHY" ;;
-	*) t_fail "$TCG_WHY" ;;
-	esac
-	exit 0
-fi
+rerun_in_tcg_x86 kernel61 "$ROOT/tests/integration/test_python_kernel61.sh" || exit 0
 sed -n '/^\(PASS\|FAIL\|SKIP\) kernel61\./p; /^    /p' "$T_TMP/guest.log"
 t_begin kernel61.emulated_ran
 if grep -q '^PASS kernel61\.py31[0-3]\.coroutines\.spans' "$T_TMP/guest.log"; then t_pass
