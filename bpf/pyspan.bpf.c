@@ -458,6 +458,36 @@ static __always_inline void coro_close(__u64 gen, __u64 now)
 	coro_end(gen, &k, open, now);
 }
 
+/* Every timed coroutine thread TID has open that has finished ends at
+ * NOW: ones whose end no step return showed (a throw through awaits, or
+ * a step return the kernel did not report). Up to 3.11 only: later
+ * versions end them at deallocation. One pass, each slot ended in place:
+ * a coroutine has one slot, so ending it frees no other. (A nested
+ * search of the slots per ended one is more than a 6.1 verifier walks.) */
+static __always_inline void thread_end_finished(__u32 tid, __u64 now)
+{
+	struct thread_open *t;
+
+	if (!track_thread_opens)
+		return;
+	t = bpf_map_lookup_elem(&thread_opens, &tid);
+	if (!t)
+		return;
+	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
+		__u64 gen = t->gen[i];
+		struct coro_key k = coro_key_of(gen);
+		struct open_coro *open;
+
+		if (!gen)
+			continue;
+		open = bpf_map_lookup_elem(&open_coros, &k);
+		if (!open || open->tid != tid || !gen_finished(gen))
+			continue;
+		t->gen[i] = 0;
+		coro_end(gen, &k, open, now);
+	}
+}
+
 /* ---- coroutine steps from C ------------------------------------------- */
 
 /* The step of GEN about to run: its first one opens its span (or moves
@@ -618,13 +648,20 @@ static __always_inline bool coro_step_entry(struct pt_regs *ctx)
 	       push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth);
 }
 
+/* A timed step returns: its coroutine ends if it finished. So does any
+ * other of the thread found finished: should a step's return have been
+ * missed, its coroutine's row ends here, not at the next throw. */
 static __always_inline void coro_step_exit(struct pt_regs *ctx)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
-	struct pending_call *call = pop_pending(ctx, (__u32)bpf_get_current_pid_tgid());
+	struct pending_call *call = pop_pending(ctx, tid);
 
-	if (call && (call->flags & CALL_CORO_STEP) && gen_finished(call->aux))
+	if (!call || !(call->flags & CALL_CORO_STEP))
+		return;
+	if (gen_finished(call->aux))
 		coro_close(call->aux, now);
+	thread_end_finished(tid, now);
 }
 
 /* Every function that runs a coroutine or generator step from C, with
@@ -707,31 +744,8 @@ int py_gen_dealloc(struct pt_regs *ctx)
 SEC("uprobe")
 int py_throw_through(struct pt_regs *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns();
-	struct thread_open *t;
-
-	if (!traced_current())
-		return 0;
-	t = bpf_map_lookup_elem(&thread_opens, &tid);
-	if (!t)
-		return 0;
-	/* One pass, each slot ended in place: a coroutine has one slot, so
-	 * ending it frees no other. (A nested search of the slots per ended
-	 * one is more than a 6.1 verifier walks.) */
-	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
-		__u64 gen = t->gen[i];
-		struct coro_key k = coro_key_of(gen);
-		struct open_coro *open;
-
-		if (!gen)
-			continue;
-		open = bpf_map_lookup_elem(&open_coros, &k);
-		if (!open || open->tid != tid || !gen_finished(gen))
-			continue;
-		t->gen[i] = 0;
-		coro_end(gen, &k, open, now);
-	}
+	if (traced_current())
+		thread_end_finished((__u32)bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	return 0;
 }
 
