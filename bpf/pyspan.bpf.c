@@ -137,8 +137,13 @@ static __always_inline __u64 read_ptr(__u64 addr)
 	return v;
 }
 
+/* A user read that failed: the page is not mapped in this process yet (a
+ * fork child maps its parent's unwritten file pages only when it touches
+ * them). Nothing may be concluded, or cached, from it. */
+#define UNREADABLE (-2)
+
 /* Copies a compact-ASCII str object into buf, NUL-terminated. Returns
- * its length, or -1 when it is not compact ASCII or too long. */
+ * its length, -1 when it is not compact ASCII or too long, UNREADABLE. */
 static __always_inline int read_str(__u64 obj, char *buf)
 {
 	__u64 len = 0;
@@ -146,12 +151,13 @@ static __always_inline int read_str(__u64 obj, char *buf)
 
 	if (!obj)
 		return -1;
-	bpf_probe_read_user(&len, sizeof(len), (void *)(obj + layout.unicode_length));
-	bpf_probe_read_user(&state, sizeof(state), (void *)(obj + layout.unicode_state));
+	if (bpf_probe_read_user(&len, sizeof(len), (void *)(obj + layout.unicode_length)) ||
+	    bpf_probe_read_user(&state, sizeof(state), (void *)(obj + layout.unicode_state)))
+		return UNREADABLE;
 	if ((state & 0x60) != 0x60 || len >= PYSPAN_STR_MAX)
 		return -1;
 	if (bpf_probe_read_user(buf, len & (PYSPAN_STR_MAX - 1), (void *)(obj + layout.unicode_data)))
-		return -1;
+		return UNREADABLE;
 	buf[len & (PYSPAN_STR_MAX - 1)] = '\0';
 	return (int)len;
 }
@@ -208,18 +214,23 @@ static __always_inline int code_key_read(__u64 code, struct code_key *key)
 }
 
 /* Index of the probe whose qualified name equals the str object NAME and
- * whose module is the file of the code KEY names, or -1. */
+ * whose module is the file of the code KEY names, -1, or UNREADABLE. */
 static __always_inline int match_names(const struct code_key *key, __u64 name)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch_buf, &zero);
 	__u64 fname = key->names[0], flen = 0;
 	__u32 state = 0;
+	int len;
 
-	if (!s || !fname || read_str(name, s->got) < 0)
+	if (!s || !fname)
 		return -1;
-	bpf_probe_read_user(&flen, sizeof(flen), (void *)(fname + layout.unicode_length));
-	bpf_probe_read_user(&state, sizeof(state), (void *)(fname + layout.unicode_state));
+	len = read_str(name, s->got);
+	if (len < 0)
+		return len;
+	if (bpf_probe_read_user(&flen, sizeof(flen), (void *)(fname + layout.unicode_length)) ||
+	    bpf_probe_read_user(&state, sizeof(state), (void *)(fname + layout.unicode_state)))
+		return UNREADABLE;
 	if ((state & 0x60) != 0x60)
 		return -1;
 #pragma unroll
@@ -237,7 +248,8 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 
 
 /* Decides, once per code object, whether it is one of the probes: NAME
- * is its qualified name as the function or generator object holds it. */
+ * is its qualified name as the function or generator object holds it.
+ * What could not be read is decided again next time. */
 static __always_inline __u32 classify(const struct code_key *key, __u64 name)
 {
 	__u32 flags = 0, value;
@@ -245,6 +257,8 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 name)
 
 	bpf_probe_read_user(&flags, sizeof(flags), (void *)(key->code + layout.code_flags));
 	idx = match_names(key, name);
+	if (idx == UNREADABLE)
+		return PYSPAN_CODE_NO_MATCH;
 	value = idx < 0 ? PYSPAN_CODE_NO_MATCH
 			: ((__u32)idx | ((flags & CODE_GEN_FLAGS) ? PYSPAN_CODE_IS_GEN : 0));
 	bpf_map_update_elem(&code_cache, key, &value, BPF_ANY);
@@ -291,15 +305,43 @@ static __always_inline bool name_is(const char *got, const char *want, int n)
 	return true;
 }
 
+/* The answer for each iterator type seen, by the type object's address
+ * and its tp_name pointer: the name string lies in the interpreter's
+ * read-only data, a page a fork child has not mapped until it touches
+ * it, while the type object (written at start-up) is copied at fork.
+ * So a child answers from its parent's reads; a process with another
+ * layout has other pointers. */
+struct iter_type_key {
+	__u64 type;
+	__u64 tp_name;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct iter_type_key);
+	__type(value, __u8);
+} iter_types SEC(".maps");
+
 static __always_inline bool is_coroutine_or_generator(__u64 obj)
 {
+	struct iter_type_key k = {};
 	char name[10] = {};
-	__u64 tp_name = read_ptr(read_ptr(obj + OB_TYPE) + TP_NAME);
+	__u8 *known, yes;
 
-	if (!tp_name || bpf_probe_read_user(name, sizeof(name), (void *)tp_name))
+	k.type = read_ptr(obj + OB_TYPE);
+	k.tp_name = read_ptr(k.type + TP_NAME);
+	if (!k.tp_name)
 		return false;
+	known = bpf_map_lookup_elem(&iter_types, &k);
+	if (known)
+		return *known;
+	if (bpf_probe_read_user(name, sizeof(name), (void *)k.tp_name))
+		return false; /* unmapped yet: asked again next time */
 	/* both with their NUL */
-	return name_is(name, "coroutine", 10) || name_is(name, "generator", 10);
+	yes = name_is(name, "coroutine", 10) || name_is(name, "generator", 10);
+	bpf_map_update_elem(&iter_types, &k, &yes, BPF_ANY);
+	return yes;
 }
 
 /* 3.11+: gi_frame_state. */
