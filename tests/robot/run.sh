@@ -44,6 +44,29 @@ guest_prereqs() {
 	done
 	kernel_deb busybox-static || { WHY=$KERNEL_WHY; return 1; }
 	BUSYBOX="$DEB_DIR/bin/busybox"
+	guest_python
+}
+
+# guest_python: Debian's arm64 python3.11 and what it loads, unpacked
+# together in PY_ROOT (an interpreter built as Debian builds it: static,
+# LTO, stripped to .dynsym, as near the robot's stripped libpython as a
+# Debian package comes). Optional: without it the guest's Python checks
+# are skipped, with PY_WHY as the reason.
+GUEST_PYTHON_DEBS=(python3.11-minimal libpython3.11-minimal libpython3.11-stdlib
+	libc6 zlib1g libexpat1 libffi8 libssl3)
+guest_python() {
+	local p stamp
+	PY_ROOT="$robot/python-arm64" PY_WHY=""
+	stamp=$(for p in "${GUEST_PYTHON_DEBS[@]}"; do apt-cache policy "$p:arm64" 2>/dev/null |
+		sed -n 's/^ *Candidate: *//p'; done | tr '\n' ' ')
+	[ "$(cat "$PY_ROOT/.debs" 2>/dev/null)" = "$stamp" ] && return 0
+	rm -rf "$PY_ROOT" && mkdir -p "$PY_ROOT"
+	for p in "${GUEST_PYTHON_DEBS[@]}"; do
+		kernel_deb "$p" || { PY_WHY=$KERNEL_WHY; rm -rf "$PY_ROOT"; return 0; }
+		cp -a "$DEB_DIR"/. "$PY_ROOT"/
+	done
+	rm -f "$PY_ROOT/.pmetrics-unpacked"
+	echo "$stamp" >"$PY_ROOT/.debs"
 }
 
 # initramfs NAME: the guest's initramfs for kernel NAME (in $KERNEL_DIR).
@@ -54,6 +77,14 @@ initramfs() {
 	cp "$here/guest/init" "$stage/init"
 	cp "$here/guest/lib.sh" "$here/guest/checks.sh" "$robot/pmetrics" "$stage/robot/"
 	cp "$robot"/progs/{spanprog,spanprog-nopie,res_burn,res_touch,sample_burn,sample_burn-nofp} "$stage/robot/progs/"
+	if [ -d "$PY_ROOT" ]; then
+		(cd "$PY_ROOT" && tar -c --exclude=./bin --exclude=./sbin --exclude=./usr/share --exclude=./.debs .) | tar -x -C "$stage"
+		mkdir -p "$stage/robot/py" "$stage/dev/shm"
+		cp -r "$root/tests/progs/py/pmtest" "$root/tests/progs/py/robot_server" "$root/tests/progs/py/scenario.py" \
+			"$root/tests/integration/span_refs.py" "$stage/robot/py/"
+	else
+		echo "$PY_WHY" >"$stage/robot/python.why"
+	fi
 	chmod 755 "$stage/init" "$stage/bin/busybox"
 	# Debian's kernel has no /proc/config.gz: its config goes where a
 	# Debian system keeps it.

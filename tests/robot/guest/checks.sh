@@ -133,6 +133,72 @@ else
 	if [ -z "$(ls "$out")" ]; then t_pass; else t_fail "$(ls "$out")"; fi
 fi
 
+# ---- Python spans ------------------------------------------------------------
+# Debian's arm64 python3.11 (the interpreter static in the executable, LTO,
+# stripped to .dynsym: as near the robot's stripped libpython as a Debian
+# package comes) running tests/progs/py's timed coroutines: nested 6 deep
+# in themselves, tasks, gather, raising, cancelled, thrown through, closed
+# (NEST 6, STEP 11 a run), in the interpreter and in its subprocess -m,
+# multiprocessing spawn and fork children. Rows are checked against the
+# functions' own in-process timing (span_refs.py): each holds its
+# interval and exceeds it by at most PY_EXCESS_US (20 ms: the emulated
+# CPU is some 30x slower than a Flex; counts are exact).
+PY=/usr/bin/python3.11
+PY_EXCESS_US=20000
+PY_PROBES="--probe NEST=py:pmtest.timed:nest --probe STEP=py:pmtest.timed:step"
+
+# py_spans NAME RUNS: the rows in $out against the references in $refs,
+# for RUNS runs of the scenario.
+py_spans() {
+	t_begin "$1"
+	if "$PY" /robot/py/span_refs.py "$out/robot_context_data" "$refs" $PY_EXCESS_US \
+		NEST=$((6 * $2)) STEP=$((11 * $2)) >"$T_TMP/verdict" 2>&1; then
+		t_pass; info_file "    " "$T_TMP/verdict"
+	else
+		t_fail "$(tail -n 1 "$T_TMP/verdict")"
+		# which process's rows are missing: the references each wrote,
+		# and what record -v said about the processes it followed
+		for f in "$refs"/refs.*; do
+			echo "${f##*/}: $(grep -c '^NEST,' "$f") NEST, $(grep -c '^STEP,' "$f") STEP"
+		done >"$T_TMP/per-pid"
+		grep -i "pid\|child\|process" "$T_TMP/err" 2>/dev/null | grep -v '^libbpf' | head -n 10 >>"$T_TMP/per-pid"
+		info_file "    " "$T_TMP/per-pid"
+	fi
+}
+
+if [ ! -x "$PY" ]; then
+	t_begin "python: spans"; t_skip "no arm64 python3.11 in the guest: $(cat /robot/python.why 2>/dev/null)"
+elif [ $SPANS_OK = 1 ]; then
+	for hook in coroutines calls; do
+		t_begin "python: launched, --python-hook $hook: the interpreter and its 3 children run"
+		out=$(fresh_dir); refs=$(fresh_dir)
+		PMTEST_REFS="$refs" "$PMETRICS" record -v -o "$out" --python-hook $hook $PY_PROBES -- \
+			"$PY" /robot/py/scenario.py timed timed-children >/dev/null 2>"$T_TMP/err"
+		rc=$?
+		if [ $rc -ne 0 ]; then t_fail "exit $rc: $(grep -v '^libbpf' "$T_TMP/err" | tail -n 3)"; continue; fi
+		t_pass
+		t_begin "python: --python-hook $hook: no hook point from a .symtab the stripped file lacks"
+		if grep -q "^pmetrics: Python hook .*(\.symtab" "$T_TMP/err"; then t_fail "$(grep '(\.symtab' "$T_TMP/err" | head -n 2)"
+		elif ! grep -q "^pmetrics: Python hook " "$T_TMP/err"; then t_fail "-v names no hook point"
+		else t_pass; fi
+		py_spans "python: --python-hook $hook: exact rows, each holding the function's own timing" 4
+	done
+	t_begin "python: --pid, attached to a running interpreter"
+	out=$(fresh_dir); refs=$(fresh_dir); go="$T_TMP/go.py"; rm -f "$go"
+	PMTEST_REFS="$refs" "$PY" /robot/py/scenario.py wait-for "$go" timed >"$T_TMP/py.out" 2>&1 & target=$!
+	i=0; while [ $i -lt 600 ] && ! grep -q waiting "$T_TMP/py.out"; do sleep 0.1; i=$((i + 1)); done
+	if pm_start -o "$out" $PY_PROBES --pid $target; then
+		touch "$go"; wait $target; pm_wait
+		t_pass
+		py_spans "python: --pid: exact rows, each holding the function's own timing" 1
+	else t_fail "did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 3)"; kill $target; fi
+else
+	out=$(fresh_dir)
+	expect_error "python: spans refused in one line naming the kernel options" 1 \
+		"^pmetrics: .*missing: no BPF on uprobes: .*CONFIG_UPROBE_EVENTS.*dist/kernel/pmetrics.cfg" \
+		-- "$PMETRICS" record -o "$out" $PY_PROBES -- "$PY" /robot/py/scenario.py timed
+fi
+
 # A 99 Hz profile of a test program: PROG ARGS... into a fresh $out, its
 # folded stacks written; $rc is record's exit, stderr is in $T_TMP/err.
 profile_of() {
