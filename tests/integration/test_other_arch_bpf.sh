@@ -12,34 +12,10 @@ host=$(uname -m)
 [ "$host" = aarch64 ] && host=arm64
 
 # reads_ctx OBJ PROG OFFSET: PROG loads a u64 from its context (struct
-# pt_regs) at OFFSET. The context arrives in r1; copies of it, in
-# registers and in stack slots the compiler spills it to, are followed
-# through the code in order (a call clobbers r0-r5, any other write to a
-# register ends its copy), so loads from map values never count.
-reads_ctx() {
-	llvm-objdump -d --no-show-raw-insn "$1" | awk -v p="<$2>:" -v want="$3" '
-		$2 == p { on = 1; ctx["r1"] = 1; next }
-		!on { next }
-		/^[0-9a-f]+ <[^L>][^>]*>:$/ { exit }
-		{
-			insn = $0; sub(/^ *[0-9]+:[ \t]*/, "", insn)
-			if (insn ~ /^call /) { for (r = 0; r <= 5; r++) delete ctx["r" r]; next }
-			if (match(insn, /^\*\(u64 \*\)\(r10 - [0-9]+\) = r[0-9]+$/)) {
-				split(insn, part, / = /); slot = substr(part[1], 10)
-				if (part[2] in ctx) ctx[slot] = 1; else delete ctx[slot]
-				next
-			}
-			if (!match(insn, /^r[0-9]+ = /)) next
-			dst = substr(insn, 1, RLENGTH - 3); src = substr(insn, RLENGTH + 1)
-			if (match(src, /^\*\(u64 \*\)\(r[0-9]+ \+ [0-9]+\)$/)) {
-				split(substr(src, 10), part, /[ )]+/)
-				if ((part[1] in ctx) && part[3] == want) found = 1
-			}
-			if (src ~ /^\*\(u64 \*\)\(r10 - [0-9]+\)$/) src = substr(src, 10)
-			if (src in ctx) ctx[dst] = 1; else delete ctx[dst]
-		}
-		END { exit !found }'
-}
+# pt_regs) at OFFSET on some path. Copies of the context, in registers
+# and stack slots, are followed along the jumps (bpf_ctx_reads.py), so
+# loads from map values never count.
+reads_ctx() { python3 "$ROOT/tests/integration/bpf_ctx_reads.py" "$@"; }
 
 for dir in "$ROOT"/vmlinux/*/; do
 	arch=$(basename "$dir")
