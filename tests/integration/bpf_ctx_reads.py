@@ -6,7 +6,8 @@ Exit 0 when, on some path through PROGRAM (as llvm-objdump disassembles
 OBJECT), a u64 is loaded from the context pointer (r1 at entry, and every
 register or stack slot it is copied to) plus OFFSET; 1 when not.
 
-The copies are followed along the program's jumps, block by block, to a
+Offsets may be printed in decimal (LLVM 14) or hex (later LLVM). The
+copies are followed along the program's jumps, block by block, to a
 fixed point: the compiler lays blocks out in any order and reuses
 registers across them, so a straight top-to-bottom reading loses the
 pointer as soon as another path's block reassigns its register.
@@ -17,10 +18,10 @@ import sys
 
 LABEL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 INSN = re.compile(r"^\s*\d+:\s*(.*)$")
-JUMP = re.compile(r"goto [+-]\d+ <([^>]+)>$")
-SPILL = re.compile(r"^\*\(u64 \*\)\(r10 - (\d+)\) = (r\d+)$")
-FILL = re.compile(r"^(r\d+) = \*\(u64 \*\)\(r10 - (\d+)\)$")
-LOAD = re.compile(r"^(r\d+) = \*\(u64 \*\)\((r\d+) \+ (\d+)\)$")
+JUMP = re.compile(r"gotol? [+-](?:0x[0-9a-f]+|\d+) <([^>]+)>$")
+SPILL = re.compile(r"^\*\(u64 \*\)\(r10 - (0x[0-9a-f]+|\d+)\) = (r\d+)$")
+FILL = re.compile(r"^(r\d+) = \*\(u64 \*\)\(r10 - (0x[0-9a-f]+|\d+)\)$")
+LOAD = re.compile(r"^(r\d+) = \*\(u64 \*\)\((r\d+) \+ (0x[0-9a-f]+|\d+)\)$")
 MOVE = re.compile(r"^(r\d+) = (r\d+)$")
 WRITE = re.compile(r"^[rw](\d+) \S*= ")
 
@@ -50,7 +51,7 @@ def step(insn, held, want):
     context); returns whether it loads the context at WANT."""
     m = SPILL.match(insn)
     if m:
-        slot = "slot" + m.group(1)
+        slot = "slot%d" % int(m.group(1), 0)
         if m.group(2) in held:
             held.add(slot)
         else:
@@ -61,7 +62,7 @@ def step(insn, held, want):
         return False
     found = False
     m = LOAD.match(insn)
-    if m and m.group(2) in held and int(m.group(3)) == want:
+    if m and m.group(2) in held and int(m.group(3), 0) == want:
         found = True
     dst = None
     src_held = False
@@ -70,7 +71,7 @@ def step(insn, held, want):
         if m:
             dst = m.group(1)
             src = m.group(2)
-            src_held = ("slot" + src if pattern is FILL else src) in held
+            src_held = ("slot%d" % int(src, 0) if pattern is FILL else src) in held
             break
     if dst is None:
         m = WRITE.match(insn)
@@ -103,7 +104,7 @@ def reads(blocks, want):
                     if not held <= target:
                         target |= held
                         changed = True
-                    ends = insn.startswith("goto ")
+                    ends = insn.startswith(("goto ", "gotol "))
                 elif insn == "exit":
                     ends = True
             if not ends and i + 1 < len(blocks):

@@ -50,7 +50,9 @@ if [ "$host" != arm64 ] && [ -d "$ROOT/vmlinux/arm64" ]; then
 	if reads_ctx "$arm/span.bpf.o" span_enter 248 && reads_ctx "$arm/span.bpf.o" span_exit 248; then t_pass
 	else t_fail "span_enter/span_exit do not read user_pt_regs.sp (offset 248)"; fi
 	t_begin arm64_python_step_reads_x0_and_sp
-	if reads_ctx "$arm/pyspan.bpf.o" py_coro_step 0 && reads_ctx "$arm/pyspan.bpf.o" py_coro_step 248; then t_pass
+	# and not x86's sp (152) or di (112)
+	if reads_ctx "$arm/pyspan.bpf.o" py_coro_step 0 && reads_ctx "$arm/pyspan.bpf.o" py_coro_step 248 &&
+		! reads_ctx "$arm/pyspan.bpf.o" py_coro_step 152 && ! reads_ctx "$arm/pyspan.bpf.o" py_coro_step 112; then t_pass
 	else t_fail "py_coro_step does not read x0 (the coroutine, offset 0) and sp (offset 248)"; fi
 	t_begin arm64_python_return_matches_by_sp
 	if reads_ctx "$arm/pyspan.bpf.o" py_coro_step_return 248; then t_pass
