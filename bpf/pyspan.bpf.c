@@ -92,8 +92,9 @@ struct {
 } open_coros SEC(".maps");
 
 /* The timed coroutines each thread opened, by thread id: what a throw
- * through awaits may have ended (py_throw_through) is looked for here, in
- * a few slots, rather than in all of open_coros. A slot whose coroutine
+ * through awaits may have ended (py_throw_through), or a step whose
+ * return was not seen, is looked for here (thread_end_finished), in a
+ * few slots, rather than in all of open_coros. A slot whose coroutine
  * is no longer open there is stale and taken again. */
 #define THREAD_OPEN_MAX 16
 
