@@ -59,7 +59,7 @@ guest_python() {
 	PY_ROOT="$robot/python-arm64" PY_WHY=""
 	stamp=$(for p in "${GUEST_PYTHON_DEBS[@]}"; do apt-cache policy "$p:arm64" 2>/dev/null |
 		sed -n 's/^ *Candidate: *//p'; done | tr '\n' ' ')
-	[ "$(cat "$PY_ROOT/.debs" 2>/dev/null)" = "$stamp" ] && return 0
+	[ -n "$stamp" ] && [ "$(cat "$PY_ROOT/.debs" 2>/dev/null)" = "$stamp" ] && return 0
 	rm -rf "$PY_ROOT" && mkdir -p "$PY_ROOT"
 	for p in "${GUEST_PYTHON_DEBS[@]}"; do
 		kernel_deb "$p" || { PY_WHY=$KERNEL_WHY; rm -rf "$PY_ROOT"; return 0; }

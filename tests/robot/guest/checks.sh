@@ -147,8 +147,8 @@ PY=/usr/bin/python3.11
 PY_EXCESS_US=20000
 PY_PROBES="--probe NEST=py:pmtest.timed:nest --probe STEP=py:pmtest.timed:step"
 
-# py_spans NAME RUNS: the rows in $out against the references in $refs,
-# for RUNS runs of the scenario.
+# py_spans NAME RUNS ERR: the rows in $out against the references in
+# $refs, for RUNS runs of the scenario; ERR is record's stderr.
 py_spans() {
 	t_begin "$1"
 	if "$PY" /robot/py/span_refs.py "$out/robot_context_data" "$refs" $PY_EXCESS_US \
@@ -161,7 +161,7 @@ py_spans() {
 		for f in "$refs"/refs.*; do
 			echo "${f##*/}: $(grep -c '^NEST,' "$f") NEST, $(grep -c '^STEP,' "$f") STEP"
 		done >"$T_TMP/per-pid"
-		grep -i "pid\|child\|process" "$T_TMP/err" 2>/dev/null | grep -v '^libbpf' | head -n 10 >>"$T_TMP/per-pid"
+		grep -i "pid\|child\|process" "$3" 2>/dev/null | grep -v '^libbpf' | head -n 10 >>"$T_TMP/per-pid"
 		info_file "    " "$T_TMP/per-pid"
 	fi
 }
@@ -181,7 +181,7 @@ elif [ $SPANS_OK = 1 ]; then
 		if grep -q "^pmetrics: Python hook .*(\.symtab" "$T_TMP/err"; then t_fail "$(grep '(\.symtab' "$T_TMP/err" | head -n 2)"
 		elif ! grep -q "^pmetrics: Python hook " "$T_TMP/err"; then t_fail "-v names no hook point"
 		else t_pass; fi
-		py_spans "python: --python-hook $hook: exact rows, each holding the function's own timing" 4
+		py_spans "python: --python-hook $hook: exact rows, each holding the function's own timing" 4 "$T_TMP/err"
 	done
 	t_begin "python: --pid, attached to a running interpreter"
 	out=$(fresh_dir); refs=$(fresh_dir); go="$T_TMP/go.py"; rm -f "$go"
@@ -190,7 +190,7 @@ elif [ $SPANS_OK = 1 ]; then
 	if pm_start -o "$out" $PY_PROBES --pid $target; then
 		touch "$go"; wait $target; pm_wait
 		t_pass
-		py_spans "python: --pid: exact rows, each holding the function's own timing" 1
+		py_spans "python: --pid: exact rows, each holding the function's own timing" 1 "$PM_ERR"
 	else t_fail "did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 3)"; kill $target; fi
 else
 	out=$(fresh_dir)
