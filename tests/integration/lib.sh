@@ -126,6 +126,20 @@ stripped_copy() {
 	echo "$dir"
 }
 
+# expect_spans NAME DATA REFS NAME=COUNT...: DATA's rows for each NAME are
+# exactly COUNT and each holds a duration the function measured itself in
+# REFS, exceeding it by at most $MAX_EXCESS_US (span_refs.py); prints the
+# median and largest excess under the PASS line.
+expect_spans() {
+	local name="$1" data="$2" refs="$3" verdict; shift 3
+	t_begin "$name"
+	if verdict=$(python3 "$ROOT/tests/integration/span_refs.py" "$data" "$refs" "$MAX_EXCESS_US" "$@"); then
+		t_pass; sed 's/^/    /' <<<"$verdict"
+	else
+		t_fail "$(tail -n 1 <<<"$verdict")"
+	fi
+}
+
 # ---- an emulated x86-64 CPU (test_python_watch.sh, test_python_kernel61.sh) --
 # rerun_in_tcg_x86 NAME SCRIPT: the test SCRIPT run again, with
 # PMETRICS_IN_TCG=1, under Debian's amd64 kernel on an emulated CPU

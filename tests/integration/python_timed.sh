@@ -101,14 +101,7 @@ check_timed() {
 	fi
 	t_pass
 	expect_hooks "$tag" "$err" "$minor" "$hook" "$([ -n "$libdir" ] && echo yes || echo no)"
-	t_begin "$tag.spans"
-	local verdict
 	# shellcheck disable=SC2046 # one NAME=COUNT word each
-	if verdict=$(python3 "$ROOT/tests/integration/span_refs.py" "$out/robot_context_data" "$refs" \
-		"$MAX_EXCESS_US" $(timed_counts "$minor" "$hook" "$runs")); then
-		t_pass; sed 's/^/    /' <<<"$verdict"
-	else
-		t_fail "$(tail -n 1 <<<"$verdict")"
-	fi
+	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" $(timed_counts "$minor" "$hook" "$runs")
 }
 
