@@ -296,12 +296,17 @@ static int take_found(struct pywatch *w, const struct scan *s, const struct py_p
 	for (int i = 0; i < s->n_probes; i++) {
 		const struct py_probe *pr = &probes[i];
 
+		if (!s->n_found[i] && s->not_coroutine[i]) {
+			snprintf(err, errlen, "py:%s:%s is not an async def function in process %d: "
+				 "--python-hook watch times coroutines only; time it with the default hook "
+				 "or --python-hook calls", pr->module, pr->qualname, (int)s->p->pid);
+			return -ENOTSUP;
+		}
 		if (!s->n_found[i]) {
-			snprintf(err, errlen, "py:%s:%s %s in process %d: --python-hook watch needs the "
-				 "function defined when pmetrics attaches", pr->module, pr->qualname,
-				 s->not_coroutine[i] ? "is not an async def function" : "is not defined",
-				 (int)s->p->pid);
-			return s->not_coroutine[i] ? -ENOTSUP : -ENOENT;
+			snprintf(err, errlen, "py:%s:%s is not defined in process %d: --python-hook watch "
+				 "needs the function defined when pmetrics attaches", pr->module,
+				 pr->qualname, (int)s->p->pid);
+			return -ENOENT;
 		}
 		want += 2 * s->n_found[i];
 	}

@@ -128,9 +128,9 @@ check_refusals() {
 	if ! start_scenario "$py" "$go" "$log" "$T_TMP"; then
 		t_begin watch.refusals; t_fail "the scenario did not start"; return
 	fi
-	expect_refusal watch.not_coroutine "is not an async def function" \
+	expect_refusal watch.not_coroutine "is not an async def function .*: --python-hook watch times coroutines only; time it with the default hook or --python-hook calls" \
 		--python-hook watch --probe P=py:pmtest.timed:plain --pid "$PYPID"
-	expect_refusal watch.not_defined "is not defined in process" \
+	expect_refusal watch.not_defined "is not defined in process .*: --python-hook watch needs the function defined when pmetrics attaches" \
 		--python-hook watch --probe P=py:pmtest.timed:no_such_function --pid "$PYPID"
 	expect_refusal watch.too_many "needs 6 hardware watchpoints" --python-hook watch \
 		"${PROBES[@]}" --probe H=py:pmtest.timed:holder --pid "$PYPID"
