@@ -46,6 +46,24 @@ pm() {
 	else ./pmetrics record -o "$out/rec" "$@"; fi
 }
 
+# attached PY LIBDIR PROBE KIND: the watch hook (it needs the function
+# defined when it attaches): `scenario.py bench KIND` loaded, attached to
+# with --pid and PROBE, then run; prints what it prints.
+attached() {
+	local py=$1 libdir=$2 probe=$3 kind=$4 pid pmp
+	rm -f "$out/go" "$out/attached.out" "$out/attached.err"
+	env ${libdir:+LD_LIBRARY_PATH=$libdir} "$py" $scenario wait-for "$out/go" bench "$kind" "$calls" \
+		>"$out/attached.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 400); do grep -q waiting "$out/attached.out" && break; sleep 0.05; done
+	./pmetrics record -v -o "$out/rec" --python-hook watch --probe "$probe" --pid "$pid" 2>"$out/attached.err" &
+	pmp=$!
+	for _ in $(seq 1200); do grep -q "probes live" "$out/attached.err" && break; sleep 0.05; done
+	touch "$out/go"
+	wait "$pid"
+	wait "$pmp" && cat "$out/attached.out"
+}
+
 # op PY LIBDIR WHAT: ns per operation of one run.
 op() {
 	local py=$1 libdir=$2 what=$3
@@ -55,6 +73,9 @@ op() {
 	untraced-await) "$py" $scenario bench await "$calls" ;;
 	decorator-call) "$py" $scenario bench call-decorated "$calls" ;;
 	decorator-await) "$py" $scenario bench await-decorated "$calls" ;;
+	watch:timed-await) attached "$py" "$libdir" T=py:scenario:tiny_coro await ;;
+	watch:untimed-await) attached "$py" "$libdir" O=py:pmtest.work:stepped await ;;
+	watch:untimed-call) attached "$py" "$libdir" O=py:pmtest.work:stepped call ;;
 	*:timed-await) pm "$libdir" --python-hook "${what%%:*}" --probe T=py:scenario:tiny_coro \
 		-- "$py" $scenario bench await "$calls" 2>/dev/null ;;
 	*:untimed-await) pm "$libdir" --python-hook "${what%%:*}" --probe O=py:pmtest.work:stepped \
@@ -91,7 +112,9 @@ for v in 3.10 3.11 3.12 3.13; do
 	strip_dir=$(stripped_dir "$py" "$minor") || strip_dir=""
 	declare -A s=()
 	whats="untraced-call untraced-await decorator-call decorator-await"
-	for hook in coroutines calls; do
+	hooks="coroutines calls"
+	[ "$minor" -ge 11 ] && hooks+=" watch"
+	for hook in $hooks; do
 		for o in timed-await untimed-await untimed-call; do whats+=" $hook:$o"; done
 	done
 	whats+=" calls:timed-call"

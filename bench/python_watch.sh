@@ -15,7 +15,7 @@ build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
-scale=${BENCH_WATCH_SCALE:-0.2}
+scale=${BENCH_WATCH_SCALE:-1}
 out=$(mktemp -d /tmp/pmetrics-bench-pywatch.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 source "$here/lib.sh"
@@ -27,7 +27,7 @@ for v in 3.11 3.12 3.13; do
 done
 [ ${#pythons[@]} -gt 0 ] || { echo "python watch bench skipped: no pyenv CPython 3.11-3.13"; exit 0; }
 gcc -O2 -o "$out/watcher" "$here/watchpoints/watcher.c" || exit 1
-rounds_cmd=(bash "$here/watchpoints/workload_rounds.sh" "$root/pmetrics" "$rounds" "$scale" "${pythons[@]}")
+rounds_cmd=(env WATCHER="$out/watcher" bash "$here/watchpoints/workload_rounds.sh" "$root/pmetrics" "$rounds" "$scale" "${pythons[@]}")
 echo "Asyncio workload (bench/async_workload.py --scale $scale, 21 timed calls), --preset robot-server"
 echo "attached with --pid: the workload's CPU, rows, and traps pmetrics took; median of $rounds interleaved rounds"
 if [ "$("$out/watcher" --self-test 2>/dev/null || echo 0)" -gt 0 ]; then
@@ -41,6 +41,8 @@ else
 	tcg_x86_run "$out/guest.sh" >"$out/rounds.log" || { echo "  skipped: $TCG_WHY"; exit 0; }
 fi
 echo "  on $where"
+[ "$where" = "this machine" ] &&
+	echo "  one watchpoint hit adds $("$out/watcher" --hit-cost) ns to a write here (the debug exception alone: no BPF, no pmetrics)"
 printf '  %-8s %-12s %8s %11s %6s %10s %14s\n' python hook "CPU s" "x untraced" rows traps "traps per row"
 python3 - "$out/rounds.log" <<'TABLE'
 import statistics, sys

@@ -8,7 +8,10 @@
  * exits at SIGTERM.
  * watcher --self-test: whether watchpoints fire on this machine at all
  * (some virtual machines accept them and never fire): prints how many of
- * 1000 writes to a variable of its own were seen. */
+ * 1000 writes to a variable of its own were seen.
+ * watcher --hit-cost: nanoseconds one watchpoint hit adds to a write (the
+ * debug exception and perf's counting, no BPF): the floor under any
+ * watchpoint-based hook's cost per trap on this machine. */
 #include <dirent.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_ADDRS 8
@@ -68,6 +72,34 @@ static int self_test(void)
 	return 0;
 }
 
+/* Wall-clock nanoseconds of n writes to self_test_word. */
+static double time_writes(int n)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < n; i++)
+		self_test_word = i;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+}
+
+static int hit_cost(void)
+{
+	const int n = 20000;
+	double plain = time_writes(n), watched;
+	int fd = watch(0, (uintptr_t)&self_test_word, 8);
+
+	if (fd < 0) {
+		perror("watcher: perf_event_open of a watchpoint");
+		return 1;
+	}
+	watched = time_writes(n);
+	close(fd);
+	printf("%.0f\n", (watched - plain) / n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static int fds[MAX_ADDRS][MAX_THREADS];
@@ -79,8 +111,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
 		return self_test();
+	if (argc == 2 && strcmp(argv[1], "--hit-cost") == 0)
+		return hit_cost();
 	if (argc < 3 || n_addrs > MAX_ADDRS) {
-		fprintf(stderr, "usage: watcher PID ADDR[/LEN]... (at most %d) | --self-test\n", MAX_ADDRS);
+		fprintf(stderr, "usage: watcher PID ADDR[/LEN]... (at most %d) | --self-test | --hit-cost\n",
+			MAX_ADDRS);
 		return 2;
 	}
 	snprintf(task_dir, sizeof(task_dir), "/proc/%s/task", argv[1]);

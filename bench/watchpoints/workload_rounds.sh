@@ -4,11 +4,14 @@
 # ROUNDS interleaved runs of bench/async_workload.py at SCALE, loaded
 # first and then attached to with --pid: untraced, with --preset
 # robot-server by the default hook (coroutines) and by --python-hook
-# watch. Prints "RESULT PYTHON-VERSION CONFIG CPU-SECONDS ROWS TRAPS" per
-# run: the workload's own CPU time, the rows pmetrics wrote, and how many
-# times pmetrics' Python programs ran in it (each run is one trap: a
-# uprobe's, or a watchpoint's), read with the kernel's BPF run counts;
-# "FAILED CONFIG under PYTHON: REASON" when pmetrics failed.
+# watch, and with two bare watchpoints (bench/watchpoints/watcher.c, the
+# binary $WATCHER) on addresses the program never touches: what armed
+# debug registers alone cost it, with no trap and no pmetrics. Prints
+# "RESULT PYTHON-VERSION CONFIG CPU-SECONDS ROWS TRAPS" per run: the
+# workload's own CPU time, the rows pmetrics wrote, and how many times
+# pmetrics' Python programs ran in it (each run is one trap: a uprobe's,
+# or a watchpoint's), read with the kernel's BPF run counts; "FAILED
+# CONFIG under PYTHON: REASON" when pmetrics failed.
 set -u
 pmetrics=$1 rounds=$2 scale=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +24,11 @@ one_run() {
 	"$py" "$here/attach_then.py" "$tmp/go" "$here/../async_workload.py" "$scale" >"$tmp/out" 2>&1 &
 	pid=$!
 	for _ in $(seq 400); do grep -q waiting "$tmp/out" && break; sleep 0.05; done
-	if [ "$config" != untraced ]; then
+	if [ "$config" = watchpoints ]; then
+		"$WATCHER" "$pid" 0x10000 0x10008 >"$tmp/err" 2>&1 &
+		pm=$!
+		for _ in $(seq 100); do grep -q WATCHING "$tmp/err" && break; sleep 0.05; done
+	elif [ "$config" != untraced ]; then
 		"$pmetrics" record -v --python-hook "$config" --preset robot-server --pid "$pid" \
 			-o "$tmp/rec" 2>"$tmp/err" &
 		pm=$!
@@ -32,6 +39,7 @@ one_run() {
 	[ -n "$pm" ] && traps=$(python_program_runs)
 	touch "$tmp/go.end"
 	wait "$pid"
+	[ "$config" = watchpoints ] && { kill "$pm"; wait "$pm"; pm=""; }
 	if [ -n "$pm" ] && ! wait "$pm"; then
 		echo "FAILED $config under $py: $(grep -v '^libbpf' "$tmp/err" | tail -n 1)"
 		return
@@ -52,7 +60,7 @@ sysctl -q -w kernel.bpf_stats_enabled=1 2>/dev/null
 
 for py in "$@"; do
 	for _ in $(seq 1 "$rounds"); do
-		for config in untraced coroutines watch; do
+		for config in untraced watchpoints coroutines watch; do
 			one_run "$py" $config
 		done
 	done
