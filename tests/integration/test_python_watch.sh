@@ -13,8 +13,9 @@
 # calls (with and without --no-children) but not an exec'd one's; and the
 # errors for what the hook cannot do.
 #
-# This project's VM accepts watchpoints and never fires them: there the
-# checks run on an emulated x86 CPU with this machine's own files
+# Where this machine's watchpoints fire, the checks run here. Some virtual
+# machines accept watchpoints and never fire them: there the checks run
+# on an emulated x86 CPU with this machine's own files
 # (tests/robot/tcg-x86.sh), and this machine's own refusal is checked.
 # The emulated CPU runs the program some 30x slower, so a row may exceed
 # the in-process interval by up to MAX_EXCESS_US there (10 ms; 1.6 ms

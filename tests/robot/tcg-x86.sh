@@ -3,9 +3,9 @@
 # This machine's own programs under an emulated x86-64 CPU: Debian's
 # amd64 kernel booted by qemu-system-x86_64 in TCG (no KVM), with this
 # machine's root file system shared read-only (9p) and made writable in
-# the guest by an overlay whose changes vanish with it. For what this
-# project's VM cannot do but TCG emulates: hardware watchpoints (the VM
-# accepts them and never fires them). Sourced, not run; uses
+# the guest by an overlay whose changes vanish with it. For what a
+# virtual machine may not do but TCG emulates: hardware watchpoints (some
+# accept them and never fire them). Sourced, not run; uses
 # tests/robot/kernel-lib.sh's cache.
 #
 #   tcg_x86_run SCRIPT   runs SCRIPT (a file on this machine, by bash,
