@@ -182,27 +182,28 @@ static __always_inline bool str_equal(const char *got, const volatile char *want
 }
 
 /* Does the tail of the file name str object equal the suffix (or the
- * whole name equal the suffix without its leading '/')? */
-static __always_inline bool tail_is(__u64 fname, __u64 flen, __u32 slen,
-				    const volatile char *suffix, char *buf)
+ * whole name equal the suffix without its leading '/')? 1, 0, or
+ * UNREADABLE. */
+static __always_inline int tail_is(__u64 fname, __u64 flen, __u32 slen,
+				   const volatile char *suffix, char *buf)
 {
 	__u64 data = fname + layout.unicode_data;
 
 	if (slen == 0 || slen >= PYSPAN_STR_MAX)
-		return false;
+		return 0;
 	if (flen >= slen) {
 		if (bpf_probe_read_user(buf, slen & (PYSPAN_STR_MAX - 1), (void *)(data + flen - slen)))
-			return false;
+			return UNREADABLE;
 		buf[slen & (PYSPAN_STR_MAX - 1)] = '\0';
 		return str_equal(buf, suffix, PYSPAN_STR_MAX);
 	}
 	if (flen + 1 == slen) {
 		if (bpf_probe_read_user(buf, flen & (PYSPAN_STR_MAX - 1), (void *)data))
-			return false;
+			return UNREADABLE;
 		buf[flen & (PYSPAN_STR_MAX - 1)] = '\0';
 		return str_equal(buf, suffix + 1, PYSPAN_STR_MAX - 1);
 	}
-	return false;
+	return 0;
 }
 
 static __always_inline int code_key_read(__u64 code, struct code_key *key)
@@ -222,10 +223,12 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 	struct scratch *s = bpf_map_lookup_elem(&scratch_buf, &zero);
 	__u64 fname = key->names[0], flen = 0;
 	__u32 state = 0;
-	int len;
+	int len, file, pkg;
 
-	if (!s || !fname)
+	if (!s)
 		return -1;
+	if (!fname || !name)
+		return UNREADABLE; /* every code object has both */
 	len = read_str(name, s->got);
 	if (len < 0)
 		return len;
@@ -240,9 +243,14 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 			break;
 		if (!str_equal(s->got, probes[i].qualname, PYSPAN_STR_MAX))
 			continue;
-		if (tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want) ||
-		    tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want))
+		file = tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want);
+		if (file == 1)
 			return i;
+		pkg = tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want);
+		if (pkg == 1)
+			return i;
+		if (file == UNREADABLE || pkg == UNREADABLE)
+			return UNREADABLE;
 	}
 	return -1;
 }
@@ -256,7 +264,8 @@ static __always_inline __u32 classify(const struct code_key *key, __u64 name)
 	__u32 flags = 0, value;
 	int idx;
 
-	bpf_probe_read_user(&flags, sizeof(flags), (void *)(key->code + layout.code_flags));
+	if (bpf_probe_read_user(&flags, sizeof(flags), (void *)(key->code + layout.code_flags)))
+		return PYSPAN_CODE_NO_MATCH;
 	idx = match_names(key, name);
 	if (idx == UNREADABLE)
 		return PYSPAN_CODE_NO_MATCH;
@@ -345,7 +354,8 @@ static __always_inline bool is_coroutine_or_generator(__u64 obj)
 	return yes;
 }
 
-/* 3.11+: gi_frame_state. */
+/* 3.11+: gi_frame_state. A failed read gives 0, executing: neither just
+ * created nor finished, so nothing is concluded from it. */
 static __always_inline __s8 gen_state(__u64 gen)
 {
 	__s8 state = 0;
@@ -365,12 +375,18 @@ static __always_inline bool gen_unstarted(__u64 gen, __u64 frame)
 	return lasti == -1;
 }
 
-/* Has it finished (returned or raised: its frame left, locals freed)? */
+/* Has it finished (returned or raised: its frame left, locals freed)?
+ * What cannot be read has not: ending a span is not undone, while an
+ * unfinished one is looked at again at the next step or sweep. */
 static __always_inline bool gen_finished(__u64 gen)
 {
+	__u64 frame = 0;
+
 	if (layout.gen_iframe)
 		return gen_state(gen) >= PYSPAN_FRAME_COMPLETED;
-	return read_ptr(gen + layout.gen_frame) == 0;
+	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(gen + layout.gen_frame)))
+		return false;
+	return frame == 0;
 }
 
 static __always_inline __u32 gen_verdict(__u64 gen, __u64 frame)
