@@ -69,11 +69,14 @@ timed_counts() {
 # LIBDIR, the interpreter loads the libpython found there. With
 # TIMED_CHILDREN=no, in the interpreter alone: a quarter of the time,
 # where an emulated CPU makes each interpreter start cost seconds.
+# TIMED_ARGS: more record options, as words.
 check_timed() {
 	local tag="$1" py="$2" minor="$3" mode="$4" hook="$5" libdir="${6:-}" out refs err go pypid
 	local -a env=() scenarios=(timed timed-children)
 	local runs=4
 	[ "${TIMED_CHILDREN:-yes}" = no ] && scenarios=(timed) runs=1
+	local -a extra=()
+	read -ra extra <<<"${TIMED_ARGS:-}"
 	out=$(fresh_dir)
 	refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	[ -n "$libdir" ] && env=(LD_LIBRARY_PATH="$libdir")
@@ -81,7 +84,7 @@ check_timed() {
 	if [ "$mode" = launch ]; then
 		err="$out.err"
 		if ! env "${env[@]}" PMTEST_REFS="$refs" "$PMETRICS" record -v -o "$out" --python-hook "$hook" \
-			"${TIMED_PROBES[@]}" -- "$py" "$SCENARIO" "${scenarios[@]}" >/dev/null 2>"$err"; then
+			"${TIMED_PROBES[@]}" "${extra[@]}" -- "$py" "$SCENARIO" "${scenarios[@]}" >/dev/null 2>"$err"; then
 			t_fail "pmetrics failed: $(grep -v '^libbpf' "$err" | tail -n 2)"; return
 		fi
 	else
@@ -90,7 +93,7 @@ check_timed() {
 			>"$out.py" 2>&1 &
 		pypid=$!
 		for _ in $(seq 200); do grep -q waiting "$out.py" && break; sleep 0.05; done
-		if ! pm_start -o "$out" --python-hook "$hook" "${TIMED_PROBES[@]}" --pid "$pypid"; then
+		if ! pm_start -o "$out" --python-hook "$hook" "${TIMED_PROBES[@]}" "${extra[@]}" --pid "$pypid"; then
 			t_fail "pmetrics did not attach: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"
 			kill "$pypid" 2>/dev/null; wait "$pypid" 2>/dev/null; return
 		fi

@@ -9,8 +9,10 @@
 # point is a link of its own with a separate return probe: the path the
 # robot's 5.15 and 6.6 take. Every installed pyenv CPython 3.8-3.13 is
 # timed there with the default hook and with --python-hook calls, and a
-# stripped copy of 3.10 and 3.12 with the default hook, each launched,
-# the rows checked exactly as test_python.sh checks them (span_refs.py),
+# stripped copy of 3.10 and 3.12 with the default hook, and 3.8 and 3.11
+# with --resources (the span context makes the largest programs), each
+# launched, the rows checked exactly as test_python.sh checks them
+# (span_refs.py), and with --resources one span context row per span,
 # with the slack the emulated CPU needs. The interpreter's subprocess,
 # spawn and fork children are timed too for 3.11 and 3.12, the last
 # version of each way of ending coroutines; for the others it would
@@ -51,6 +53,21 @@ if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 			t_begin "kernel61.py3$minor.stripped"; t_skip "no pyenv Python 3.$minor libpython to strip"; continue
 		fi
 		TIMED_CHILDREN=no check_timed "kernel61.py3$minor.stripped" "$py" "$minor" launch coroutines "$lib"
+	done
+	# --resources adds the span context to the step programs, the
+	# largest this verifier is given: 3.8 (a finished coroutine's frame
+	# pointer) and 3.11 (its state byte, the throw through awaits)
+	for minor in 8 11; do
+		py=$(interpreter "3.$minor")
+		[ -n "$py" ] || continue
+		TIMED_CHILDREN=no TIMED_ARGS="--resources --interval 1" \
+			check_timed "kernel61.py3$minor.resources" "$py" "$minor" launch coroutines
+		out=$(ls -td "$T_TMP"/out.*/ | head -n 1)
+		t_begin "kernel61.py3$minor.resources.context_rows"
+		spans=$(wc -l <"$out/robot_context_data")
+		ctx=$(wc -l <"$out/robot_context_resources" 2>/dev/null || echo 0)
+		if [ "$spans" -gt 0 ] && [ "$ctx" -eq "$spans" ]; then t_pass
+		else t_fail "$ctx span context rows for $spans spans"; fi
 	done
 	exit 0
 fi
