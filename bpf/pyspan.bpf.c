@@ -517,27 +517,50 @@ static __always_inline void coro_close(__u64 gen, __u64 now)
 	coro_end(gen, &k, open, now);
 }
 
+/* The coroutine whose step thread TID runs innermost of its pending
+ * calls, or 0. */
+static __always_inline __u64 pending_step_gen(__u32 tid)
+{
+	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
+	__u32 d;
+
+	if (!st)
+		return 0;
+	d = st->depth;
+	if (d == 0 || d > SPAN_MAX_DEPTH)
+		return 0;
+	if (!(st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].flags & CALL_CORO_STEP))
+		return 0;
+	return st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].aux;
+}
+
 /* Every timed coroutine thread TID has open that has finished ends at
  * NOW: ones whose end no step return showed (a throw through awaits, or
  * a step return the kernel did not report). Up to 3.11 only: later
  * versions end them at deallocation. One pass, each slot ended in place:
  * a coroutine has one slot, so ending it frees no other. (A nested
- * search of the slots per ended one is more than a 6.1 verifier walks.) */
+ * search of the slots per ended one is more than a 6.1 verifier walks.)
+ * The coroutine whose step is still running under this one is left to
+ * that step's own return: it may have finished and be clearing its
+ * frame, whose locals' finalisers run hooked steps (a suspended
+ * coroutine freed there is closed). */
 static __always_inline void thread_end_finished(__u32 tid, __u64 now)
 {
 	struct thread_open *t;
+	__u64 stepping;
 
 	if (!track_thread_opens)
 		return;
 	t = bpf_map_lookup_elem(&thread_opens, &tid);
 	if (!t)
 		return;
+	stepping = pending_step_gen(tid);
 	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
 		__u64 gen = t->gen[i];
 		struct coro_key k = coro_key_of(gen);
 		struct open_coro *open;
 
-		if (!gen)
+		if (!gen || gen == stepping)
 			continue;
 		open = bpf_map_lookup_elem(&open_coros, &k);
 		if (!open || open->tid != tid || !gen_finished(gen))
@@ -586,16 +609,7 @@ static __always_inline bool step_begins(__u64 gen, __u64 frame, __u32 idx, __u32
  * function the compiler did not inline): the outermost one times it. */
 static __always_inline bool step_already_pending(__u32 tid, __u64 gen)
 {
-	struct call_stack *st = bpf_map_lookup_elem(&call_stacks, &tid);
-	__u32 d;
-
-	if (!st)
-		return false;
-	d = st->depth;
-	if (d == 0 || d > SPAN_MAX_DEPTH)
-		return false;
-	return (st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].flags & CALL_CORO_STEP) &&
-	       st->calls[(d - 1) & (SPAN_MAX_DEPTH - 1)].aux == gen;
+	return pending_step_gen(tid) == gen;
 }
 
 /* Remembers a matched call until the return probe with the same stack

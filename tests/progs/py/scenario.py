@@ -2,7 +2,7 @@
 """Purpose-built traced program for pmetrics' Python span tests.
 
 usage: scenario.py SCENARIO...
-  (robot, sync, threads, spin, gens, peaks, from-c, long, loops, children, timed,
+  (robot, sync, threads, spin, held, gens, peaks, from-c, long, loops, children, timed,
    timed-children, wait-for PATH,
    bench call|map|await[-decorated] N)
 Each scenario's expected rows are listed in its function's docstring;
@@ -59,6 +59,12 @@ async def long():
     print("long started", flush=True)
     await analyzer.analyze(2.0)
     await analyzer.analyze(0.1)
+
+
+def held():
+    """HOLDING: 1 row of 20 ms (a task's coroutine), STEPPED: 1 row of
+    20 ms, closed by being freed as HOLDING's frame is cleared."""
+    asyncio.run(work.holding(0.01))
 
 
 def gens():
@@ -255,6 +261,8 @@ def main(argv):
             threads()
         elif name == "spin":
             spin()
+        elif name == "held":
+            held()
         elif name == "gens":
             gens()
         elif name == "long":

@@ -33,6 +33,15 @@ async def stepped(seconds):
     time.sleep(seconds)
 
 
+async def holding(seconds):
+    """Starts a stepped(seconds) coroutine and returns while it is still
+    suspended in a local: clearing this frame frees it, which closes it
+    (its finaliser), inside this coroutine's last step."""
+    held = stepped(seconds)
+    held.send(None)
+    time.sleep(seconds)
+
+
 def spin(seconds):
     """Burns CPU for about SECONDS without a Python call inside."""
     end = time.perf_counter() + seconds
