@@ -2,6 +2,7 @@
 /* Learning what the kernel can do; see kernel_check.h. */
 #include "kernel_check.h"
 #include "bpf_loader.h"
+#include "pywatch.h"
 #include "span_engine.h"
 
 #include <bpf/bpf.h>
@@ -387,6 +388,9 @@ void kernel_check_probe(struct kernel_facts *f)
 	f->initial_userns = in_initial_user_namespace();
 	f->initial_pidns = !span_engine_in_pidns(&(uint64_t){ 0 }, &(uint64_t){ 0 });
 	f->perf_events = try_perf_events();
+	f->watchpoints = pywatch_fire_check(f->watch_why, sizeof(f->watch_why));
+	if (f->watchpoints == 0)
+		f->watchpoints = 1;
 	if (!f->root) {
 		f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter =
 			f->perf_event_bpf = -EPERM;
@@ -417,6 +421,7 @@ const char *capability_name(enum capability c)
 	static const char *const names[CAP_MAX] = {
 		[CAP_NATIVE_SPANS] = "native spans",
 		[CAP_PYTHON_SPANS] = "Python spans",
+		[CAP_PYTHON_WATCH] = "Python watch hook",
 		[CAP_CHILDREN] = "following children",
 		[CAP_SPAN_CONTEXT] = "span context",
 		[CAP_RESOURCES] = "resource series",
@@ -645,12 +650,43 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 		 "stacks read just after each sample: %s", why);
 }
 
+/* --python-hook watch: what Python spans need, a BPF program on perf
+ * events that finds the thread's frame with bpf_loop(), and hardware
+ * watchpoints that fire. */
+static void watch_report(const struct kernel_facts *f, const struct capability_report *python,
+			 struct capability_report *r)
+{
+	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_BPF_EVENTS" };
+	char why[600] = "", off[256] = "";
+
+	if (python->state == CAPABILITY_MISSING)
+		return set(r, CAPABILITY_MISSING, "no Python spans");
+	if (f->perf_event_bpf != 1) {
+		if (f->config_source[0])
+			unset_options(f, chain, 2, off, sizeof(off));
+		if (off[0])
+			snprintf(why, sizeof(why), "no BPF on perf events: %s not set (in %s)", off,
+				 f->config_source);
+		else
+			snprintf(why, sizeof(why), "the kernel refused a BPF program on a perf event "
+				 "(it needs CONFIG_BPF_EVENTS)");
+		return set(r, CAPABILITY_MISSING, why);
+	}
+	if (f->bpf_loop != 1)
+		return set(r, CAPABILITY_MISSING, "the kernel has no bpf_loop(), which the hook finds "
+			   "the thread's Python frame with (it came in Linux 5.17)");
+	if (f->watchpoints != 1)
+		return set(r, CAPABILITY_MISSING, f->watch_why);
+	set(r, CAPABILITY_OK, "");
+}
+
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX])
 {
 	/* both tracers need the same: uprobes, cookies, the ring buffer and
 	 * a raw tracepoint on sched_process_exit */
 	spans_report(f, &out[CAP_NATIVE_SPANS]);
 	python_spans_report(f, &out[CAP_NATIVE_SPANS], &out[CAP_PYTHON_SPANS]);
+	watch_report(f, &out[CAP_PYTHON_SPANS], &out[CAP_PYTHON_WATCH]);
 	/* children are followed through a raw tracepoint on
 	 * sched_process_fork, of the kind spans already need */
 	if (out[CAP_NATIVE_SPANS].state == CAPABILITY_MISSING)

@@ -14,6 +14,7 @@
 enum capability {
 	CAP_NATIVE_SPANS,
 	CAP_PYTHON_SPANS,
+	CAP_PYTHON_WATCH,  /* --python-hook watch */
 	CAP_CHILDREN,      /* following the target's children */
 	CAP_SPAN_CONTEXT,  /* robot_context_resources */
 	CAP_RESOURCES,     /* system_resource_data, memory_series_data */
@@ -46,6 +47,11 @@ struct kernel_facts {
 	/* bpf_loop() (5.17), which the BPF sampler walks Python stacks with;
 	 * PMETRICS_TEST_NO_BPF_LOOP=1 says no */
 	int bpf_loop;
+	/* hardware watchpoints: 1 they fire, else -errno with the one-line
+	 * reason in watch_why (some virtual machines accept them and never
+	 * deliver a hit) */
+	int watchpoints;
+	char watch_why[256];
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
 	bool root;             /* may load BPF (CAP_BPF+CAP_PERFMON or CAP_SYS_ADMIN) */
 	bool initial_userns;   /* in the initial user namespace, where those count */

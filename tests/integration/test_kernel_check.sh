@@ -35,14 +35,30 @@ if python3 - "$T_TMP/check.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 caps = d["capabilities"]
-assert list(caps) == ["native spans", "Python spans", "following children", "span context", "resource series",
-                      "CPU sampling"], caps
+assert list(caps) == ["native spans", "Python spans", "Python watch hook", "following children", "span context",
+                      "resource series", "CPU sampling"], caps
 assert caps["CPU sampling"]["detail"] == "bpf", caps
 assert caps["Python spans"]["detail"] == "an untimed Python step traps once (uprobe sessions)", caps
-assert all(c["state"] == "ok" for c in caps.values()), caps
+assert all(c["state"] == "ok" for n, c in caps.items() if n != "Python watch hook"), caps
 assert d["kernel"]["btf"] == "own" and d["kernel"]["config"] == "/proc/config.gz"
 PY
 then t_pass; else t_fail "$(head -c 400 "$T_TMP/check.json")"; fi
+
+# The watch hook's line agrees with a watchpoint of the test's own
+# (bench/watchpoints/watcher.c --self-test): ok where a hit is seen, else
+# missing, saying the watchpoints never fire.
+t_begin "check: the watch hook's line agrees with whether watchpoints fire here"
+watch_line=$(cap_line "$T_TMP/check" "Python watch hook")
+if ! gcc -O2 -o "$T_TMP/watcher" "$ROOT/bench/watchpoints/watcher.c"; then
+	t_fail "bench/watchpoints/watcher.c does not build"
+elif [ "$("$T_TMP/watcher" --self-test 2>/dev/null || echo 0)" -gt 0 ]; then
+	if [ "$watch_line" = ok ]; then t_pass; else t_fail "watchpoints fire here, check says '$watch_line'"; fi
+else
+	case "$watch_line" in
+	"missing: this machine's hardware watchpoints never fire (0 of 10 writes seen"*"use --python-hook coroutines") t_pass ;;
+	*) t_fail "watchpoints never fire here, check says '$watch_line'" ;;
+	esac
+fi
 
 t_begin "check as without BPF on perf events: sampling degraded to perf_event_open, the rest ok"
 PMETRICS_TEST_PERF_FALLBACK=1 "$PMETRICS" check >"$T_TMP/perf" 2>&1; rc=$?
@@ -53,9 +69,10 @@ if [ $rc -eq 0 ] && [ -z "$bad" ] &&
 	[[ "$(cap_line "$T_TMP/perf" "CPU sampling")" == "degraded: perf fallback: perf_event_open in user space"* ]]
 then t_pass; else t_fail "rc $rc, not ok:$bad: $(cat "$T_TMP/perf")"; fi
 
-t_begin "check as without bpf_loop() (before Linux 5.17): sampling degraded to perf_event_open, naming it"
+t_begin "check as without bpf_loop() (before Linux 5.17): sampling degraded to perf_event_open, the watch hook missing, naming it"
 PMETRICS_TEST_NO_BPF_LOOP=1 "$PMETRICS" check >"$T_TMP/noloop" 2>&1; rc=$?
-if [ $rc -eq 0 ] && [ "$(cap_line "$T_TMP/noloop" "CPU sampling")" = "degraded: perf fallback: perf_event_open in user space, Python stacks read just after each sample: the kernel has no bpf_loop(), which the BPF sampler walks Python stacks with (it came in Linux 5.17)" ]
+if [ $rc -eq 0 ] && [ "$(cap_line "$T_TMP/noloop" "CPU sampling")" = "degraded: perf fallback: perf_event_open in user space, Python stacks read just after each sample: the kernel has no bpf_loop(), which the BPF sampler walks Python stacks with (it came in Linux 5.17)" ] &&
+	[ "$(cap_line "$T_TMP/noloop" "Python watch hook")" = "missing: the kernel has no bpf_loop(), which the hook finds the thread's Python frame with (it came in Linux 5.17)" ]
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/noloop")"; fi
 
 t_begin "record --sample as without bpf_loop(): samples taken by perf_event_open"

@@ -28,6 +28,7 @@ static void all_works(struct kernel_facts *f)
 	f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter = 1;
 	f->perf_event_bpf = f->perf_events = f->bpf_loop = 1;
 	f->uprobe_multi = f->uprobe_session = 1;
+	f->watchpoints = 1;
 	f->btf = KERNEL_BTF_OWN;
 	f->root = f->initial_userns = f->initial_pidns = true;
 }
@@ -130,6 +131,7 @@ static void a_refused_raw_tracepoint_means_no_spans(void **state)
 	       NULL);
 	expect(caps, CAP_CHILDREN, CAPABILITY_MISSING, "no spans", NULL);
 	expect(caps, CAP_SPAN_CONTEXT, CAPABILITY_MISSING, "no spans", NULL);
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING, "no Python spans", NULL);
 	expect(caps, CAP_RESOURCES, CAPABILITY_DEGRADED, "raw tracepoint on sched_process_exit",
 	       "uprobe");
 	/* with the config saying why */
@@ -188,6 +190,40 @@ static void without_bpf_loop_sampling_falls_back(void **state)
 	expect(caps, CAP_NATIVE_SPANS, CAPABILITY_OK, NULL, NULL);
 }
 
+/* The watch hook needs what Python spans need, BPF on perf events with
+ * bpf_loop(), and watchpoints that fire: each missing piece named, and
+ * none of them touches the other capabilities. */
+static void the_watch_hook_names_what_it_lacks(void **state)
+{
+	static const char never_fire[] = "this machine's hardware watchpoints never fire (0 of 10 "
+					 "writes seen)";
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	(void)state;
+	all_works(&f);
+	f.watchpoints = -ENOTSUP;
+	snprintf(f.watch_why, sizeof(f.watch_why), "%s", never_fire);
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING, never_fire, NULL);
+	expect(caps, CAP_PYTHON_SPANS, CAPABILITY_OK, NULL, NULL);
+	expect(caps, CAP_SAMPLING, CAPABILITY_OK, NULL, NULL);
+	all_works(&f);
+	f.bpf_loop = 0;
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING, "no bpf_loop()", "watchpoints");
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING, "Linux 5.17", NULL);
+	all_works(&f);
+	f.perf_event_bpf = 0;
+	f.opt_bpf_events = 'n';
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING,
+	       "no BPF on perf events: CONFIG_BPF_EVENTS not set (in /proc/config.gz)", NULL);
+	f.config_source[0] = '\0';
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_PYTHON_WATCH, CAPABILITY_MISSING, "it needs CONFIG_BPF_EVENTS", NULL);
+}
+
 /* In a PID namespace the BPF sampler's numbers (the whole system's)
  * are not pmetrics' own: perf_event_open names processes as pmetrics
  * does, so sampling goes that way, saying why. */
@@ -216,6 +252,7 @@ int main(void)
 		cmocka_unit_test(without_uprobe_sessions_python_steps_trap_twice),
 		cmocka_unit_test(without_bpf_loop_sampling_falls_back),
 		cmocka_unit_test(in_a_pid_namespace_sampling_uses_perf_event_open),
+		cmocka_unit_test(the_watch_hook_names_what_it_lacks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
