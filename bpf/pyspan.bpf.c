@@ -517,6 +517,17 @@ static __always_inline void coro_close(__u64 gen, __u64 now)
 	coro_end(gen, &k, open, now);
 }
 
+/* Is slot SLOT of the pending calls ST a step of GEN, still running? */
+static __always_inline bool step_pending_at(const struct call_stack *st, __u32 slot, __u64 gen)
+{
+	const struct pending_call *call;
+
+	if (!st || slot >= st->depth || slot >= SPAN_MAX_DEPTH)
+		return false;
+	call = &st->calls[slot & (SPAN_MAX_DEPTH - 1)];
+	return (call->flags & CALL_CORO_STEP) && call->aux == gen;
+}
+
 /* The coroutine whose step thread TID runs innermost of its pending
  * calls, or 0. */
 static __always_inline __u64 pending_step_gen(__u32 tid)
@@ -540,30 +551,33 @@ static __always_inline __u64 pending_step_gen(__u32 tid)
  * versions end them at deallocation. One pass, each slot ended in place:
  * a coroutine has one slot, so ending it frees no other. (A nested
  * search of the slots per ended one is more than a 6.1 verifier walks.)
- * The coroutine whose step is still running under this one is left to
+ * A coroutine whose step is still running beneath this one is left to
  * that step's own return: it may have finished and be clearing its
  * frame, whose locals' finalisers run hooked steps (a suspended
- * coroutine freed there is closed). */
+ * coroutine freed there is closed, and may free another). Should that
+ * return never be seen, it is ended by a later sweep once the stack has
+ * unwound past its slot. */
 static __always_inline void thread_end_finished(__u32 tid, __u64 now)
 {
+	struct call_stack *st;
 	struct thread_open *t;
-	__u64 stepping;
 
 	if (!track_thread_opens)
 		return;
 	t = bpf_map_lookup_elem(&thread_opens, &tid);
 	if (!t)
 		return;
-	stepping = pending_step_gen(tid);
+	st = bpf_map_lookup_elem(&call_stacks, &tid);
 	for (int i = 0; i < THREAD_OPEN_MAX; i++) {
 		__u64 gen = t->gen[i];
 		struct coro_key k = coro_key_of(gen);
 		struct open_coro *open;
 
-		if (!gen || gen == stepping)
+		if (!gen)
 			continue;
 		open = bpf_map_lookup_elem(&open_coros, &k);
-		if (!open || open->tid != tid || !gen_finished(gen))
+		if (!open || open->tid != tid || step_pending_at(st, open->step_slot, gen) ||
+		    !gen_finished(gen))
 			continue;
 		t->gen[i] = 0;
 		coro_end(gen, &k, open, now);
@@ -603,6 +617,17 @@ static __always_inline bool step_begins(__u64 gen, __u64 frame, __u32 idx, __u32
 			count(SPAN_CNT_MID_CORO);
 	}
 	return true;
+}
+
+/* Remembers in GEN's open entry which pending-call slot its step took,
+ * for the sweep to leave it alone while the step runs. */
+static __always_inline void note_step_slot(__u64 gen, __u32 slot)
+{
+	struct coro_key k = coro_key_of(gen);
+	struct open_coro *open = bpf_map_lookup_elem(&open_coros, &k);
+
+	if (open)
+		open->step_slot = slot;
 }
 
 /* Several hooked functions may run one step (gen_send calling the step
@@ -717,8 +742,11 @@ static __always_inline bool coro_step_entry(struct pt_regs *ctx)
 		return false;
 	idx = value & PYSPAN_CODE_IDX_MASK;
 	now = bpf_ktime_get_ns();
-	return step_begins(gen, frame, idx, tid, now) &&
-	       push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth);
+	if (!step_begins(gen, frame, idx, tid, now) ||
+	    !push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth))
+		return false;
+	note_step_slot(gen, depth);
+	return true;
 }
 
 /* A timed step returns: its coroutine ends if it finished. So does any

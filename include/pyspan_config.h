@@ -89,6 +89,11 @@ struct open_coro {
 	__u64 code;     /* an address reused by another coroutine differs here */
 	__u32 idx;
 	__u32 tid;
+	/* the thread's pending-call slot its latest step from C took: the
+	 * step is still running while that slot below the stack's top holds
+	 * it (up to 3.11; 0 until a step) */
+	__u32 step_slot;
+	__u32 pad;
 };
 
 /* Per-probe counters (per-CPU array, key = idx * PYSPAN_PC_MAX + kind). */

@@ -170,10 +170,11 @@ check_gens() {
 }
 
 # check_held PY TAG: a timed coroutine that returns holding another,
-# suspended, in a local: the held one is closed as the first's frame is
-# cleared, inside its last step. Each gets its row (both 20 ms of
-# time.sleep), and no end is counted as one whose start was lost.
-held_rows_ok() { sleeps_ok "$1" HOLDING 0.02 && sleeps_ok "$1" STEPPED 0.02; }
+# suspended, in a local (and one holding one that holds a third): the
+# held one is closed as the first's frame is cleared, inside its last
+# step. Each gets its row (all 20 ms of time.sleep), and no end is
+# counted as one whose start was lost.
+held_rows_ok() { sleeps_ok "$1" HOLDING 0.02 0.02 0.02 && sleeps_ok "$1" STEPPED 0.02 0.02; }
 check_held() {
 	local py="$1" tag="$2" out
 	out=$(fresh_dir)
@@ -181,7 +182,7 @@ check_held() {
 	if "$PMETRICS" record -o "$out" --probe HOLDING=py:pmtest.work:holding \
 		--probe STEPPED=py:pmtest.work:stepped -- "$py" "$SCENARIO" held >/dev/null 2>"$out.err"; then t_pass
 	else t_fail "pmetrics failed: $(tail -n 2 "$out.err")"; return; fi
-	expect_ok "$tag.held_rows" "rows $(durations HOLDING "$out/robot_context_data") / $(durations STEPPED "$out/robot_context_data")ms, want 20 / 20" \
+	expect_ok "$tag.held_rows" "rows $(durations HOLDING "$out/robot_context_data") / $(durations STEPPED "$out/robot_context_data")ms, want 20 20 20 / 20 20" \
 		held_rows_ok "$out/robot_context_data"
 	expect_ok "$tag.held_no_lost" "spans counted lost: $(grep 'spans lost' "$out.err" | grep -v ' 0 (ring')" \
 		bash -c "! grep -q '^pmetrics: python spans lost' '$out.err'"

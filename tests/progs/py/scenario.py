@@ -62,9 +62,11 @@ async def long():
 
 
 def held():
-    """HOLDING: 1 row of 20 ms (a task's coroutine), STEPPED: 1 row of
-    20 ms, closed by being freed as HOLDING's frame is cleared."""
+    """HOLDING: 3 rows of 20 ms (a task's coroutine; then one holding
+    another), STEPPED: 2 rows of 20 ms, each closed by being freed as the
+    frame holding it is cleared."""
     asyncio.run(work.holding(0.01))
+    asyncio.run(work.holding(0.01, levels=2))
 
 
 def gens():

@@ -33,12 +33,18 @@ async def stepped(seconds):
     time.sleep(seconds)
 
 
-async def holding(seconds):
-    """Starts a stepped(seconds) coroutine and returns while it is still
+async def holding(seconds, levels=1, suspend=False):
+    """Starts a stepped(seconds) coroutine (with levels=2, a holding one
+    that started its own and suspended) and returns while it is still
     suspended in a local: clearing this frame frees it, which closes it
     (its finaliser), inside this coroutine's last step."""
-    held = stepped(seconds)
+    if levels > 1:
+        held = holding(seconds, levels - 1, suspend=True)
+    else:
+        held = stepped(seconds)
     held.send(None)
+    if suspend:
+        await _Yield()
     time.sleep(seconds)
 
 
