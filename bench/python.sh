@@ -58,7 +58,11 @@ attached() {
 	for _ in $(seq 400); do grep -q waiting "$out/attached.out" && break; sleep 0.05; done
 	./pmetrics record -v -o "$out/rec" --python-hook watch --probe "$probe" --pid "$pid" 2>"$out/attached.err" &
 	pmp=$!
-	for _ in $(seq 1200); do grep -q "probes live" "$out/attached.err" && break; sleep 0.05; done
+	for _ in $(seq 1200); do
+		grep -q "probes live" "$out/attached.err" && break
+		kill -0 "$pmp" 2>/dev/null || break
+		sleep 0.05
+	done
 	touch "$out/go"
 	wait "$pid"
 	wait "$pmp" && cat "$out/attached.out"

@@ -28,6 +28,10 @@ one_run() {
 		"$WATCHER" "$pid" 0x10000 0x10008 >"$tmp/err" 2>&1 &
 		pm=$!
 		for _ in $(seq 100); do grep -q WATCHING "$tmp/err" && break; sleep 0.05; done
+		if ! grep -q WATCHING "$tmp/err"; then
+			echo "FAILED watchpoints under $py: $(tail -n 1 "$tmp/err")"
+			touch "$tmp/go" "$tmp/go.end"; wait "$pid"; return
+		fi
 	elif [ "$config" != untraced ]; then
 		"$pmetrics" record -v --python-hook "$config" --preset robot-server --pid "$pid" \
 			-o "$tmp/rec" 2>"$tmp/err" &
