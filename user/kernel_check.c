@@ -605,14 +605,29 @@ static void resources_report(const struct kernel_facts *f, struct capability_rep
 	snprintf(r->why, sizeof(r->why), "read from /proc, not by the BPF task iterator: %s", why);
 }
 
+/* Why a BPF program on a perf event was refused: the config's options
+ * that are off, else what it needs. */
+static void no_perf_event_bpf_why(const struct kernel_facts *f, char *why, size_t len)
+{
+	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_BPF_EVENTS" };
+	char off[256] = "";
+
+	if (f->config_source[0])
+		unset_options(f, chain, 2, off, sizeof(off));
+	if (off[0])
+		snprintf(why, len, "no BPF on perf events: %s not set (in %s)", off, f->config_source);
+	else
+		snprintf(why, len, "the kernel refused a BPF program on a perf event "
+			 "(it needs CONFIG_BPF_EVENTS)");
+}
+
 /* BPF on perf events where the kernel runs it (PMETRICS_TEST_PERF_FALLBACK=1
  * makes pmetrics act as where it does not, for the tests); else
  * perf_event_open alone, if the kernel has perf events at all. */
 static void sampling_report(const struct kernel_facts *f, struct capability_report *r)
 {
-	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_BPF_EVENTS" };
 	const char *test = getenv("PMETRICS_TEST_PERF_FALLBACK");
-	char why[600] = "", off[256] = "";
+	char why[600] = "";
 
 	if (f->perf_events != 1) {
 		if (f->opt_perf_events == 'n')
@@ -636,14 +651,8 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 			 "Python stacks with (it came in Linux 5.17)");
 	} else {
 		basic_why(f, why, sizeof(why));
-		if (!why[0] && f->config_source[0])
-			unset_options(f, chain, 2, off, sizeof(off));
-		if (!why[0] && off[0])
-			snprintf(why, sizeof(why), "no BPF on perf events: %s not set (in %s)", off,
-				 f->config_source);
-		else if (!why[0])
-			snprintf(why, sizeof(why), "the kernel refused a BPF program on a perf event "
-				 "(it needs CONFIG_BPF_EVENTS)");
+		if (!why[0])
+			no_perf_event_bpf_why(f, why, sizeof(why));
 	}
 	r->state = CAPABILITY_DEGRADED;
 	snprintf(r->why, sizeof(r->why), "perf fallback: perf_event_open in user space, Python "
@@ -656,20 +665,12 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 static void watch_report(const struct kernel_facts *f, const struct capability_report *python,
 			 struct capability_report *r)
 {
-	static const char *const chain[] = { "CONFIG_FTRACE", "CONFIG_BPF_EVENTS" };
-	char why[600] = "", off[256] = "";
+	char why[600] = "";
 
 	if (python->state == CAPABILITY_MISSING)
 		return set(r, CAPABILITY_MISSING, "no Python spans");
 	if (f->perf_event_bpf != 1) {
-		if (f->config_source[0])
-			unset_options(f, chain, 2, off, sizeof(off));
-		if (off[0])
-			snprintf(why, sizeof(why), "no BPF on perf events: %s not set (in %s)", off,
-				 f->config_source);
-		else
-			snprintf(why, sizeof(why), "the kernel refused a BPF program on a perf event "
-				 "(it needs CONFIG_BPF_EVENTS)");
+		no_perf_event_bpf_why(f, why, sizeof(why));
 		return set(r, CAPABILITY_MISSING, why);
 	}
 	if (f->bpf_loop != 1)
