@@ -46,6 +46,20 @@ static int watchpoint_open(pid_t tid, uint64_t addr, uint32_t len)
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+void pywatch_refusal(int err, char *why, size_t len)
+{
+	if (err == EACCES || err == EPERM)
+		snprintf(why, len, "a hardware watchpoint is not permitted (perf_event_open: %s): "
+			 "run pmetrics as root, with CAP_PERFMON and CAP_SYS_PTRACE", strerror(err));
+	else if (err == ENOSPC || err == EBUSY)
+		snprintf(why, len, "no debug register is free for a hardware watchpoint "
+			 "(perf_event_open: %s; a debugger or another watchpoint holds them): detach it, "
+			 "or use --python-hook coroutines", strerror(err));
+	else
+		snprintf(why, len, "this kernel gives no hardware watchpoint (perf_event_open: %s; "
+			 "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines", strerror(err));
+}
+
 static volatile uint64_t fire_check_word;
 
 int pywatch_fire_check(char *why, size_t len)
@@ -54,10 +68,9 @@ int pywatch_fire_check(char *why, size_t len)
 	int fd = watchpoint_open(0, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8), err;
 
 	if (fd < 0) {
-		err = -errno;
-		snprintf(why, len, "this kernel gives no hardware watchpoint (perf_event_open: %s; "
-			 "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines", strerror(errno));
-		return err;
+		err = errno;
+		pywatch_refusal(err, why, len);
+		return -err;
 	}
 	for (int i = 0; i < 10; i++)
 		fire_check_word = (uint64_t)i;
@@ -383,12 +396,12 @@ static int watch_thread(struct pywatch *w, pid_t tid, struct bpf_program *prog)
 		struct bpf_link *link;
 
 		if (fd < 0) {
+			char why[256];
+
 			if (err == ESRCH)
 				return 0; /* the thread ended meanwhile */
-			fprintf(stderr, "pmetrics: cannot set a hardware watchpoint in thread %d: %s%s\n",
-				(int)tid, strerror(err), err == ENOSPC ?
-				" (its debug registers are taken: a debugger attached?)" :
-				"; use --python-hook coroutines");
+			pywatch_refusal(err, why, sizeof(why));
+			fprintf(stderr, "pmetrics: thread %d: %s\n", (int)tid, why);
 			return -err;
 		}
 		link = bpf_program__attach_perf_event(prog, fd);

@@ -45,6 +45,11 @@ struct pywatch {
  * one-line reason in WHY. */
 int pywatch_fire_check(char *why, size_t len);
 
+/* Why perf_event_open refused a watchpoint with ERR (an errno), and the
+ * fix, in one line in WHY: no permission, every debug register held by
+ * another user (a debugger), or a kernel without watchpoints. */
+void pywatch_refusal(int err, char *why, size_t len);
+
 /* Finds the code object of each of the N PROBES in process P (their
  * modules' files and qualified names, as the uprobe hooks match them)
  * and the addresses to watch in each. 0, or -errno with a one-line

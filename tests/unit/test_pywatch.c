@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /* Where the watchpoint hook watches a coroutine's first step
  * (user/pywatch.c): the instruction after the code's prologue, in code
- * units as CPython 3.11-3.13 lay them out (opcode, argument). */
+ * units as CPython 3.11-3.13 lay them out (opcode, argument); and the
+ * words for a watchpoint the kernel refuses. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "pywatch.h"
@@ -57,6 +60,28 @@ static void other_versions_have_none(void **state)
 	assert_int_equal(pywatch_first_step(v311, 3, 14), -1);
 }
 
+/* A refused watchpoint is blamed on what refused it, with its fix. */
+static void a_refusal_names_its_cause(void **state)
+{
+	char why[256];
+
+	(void)state;
+	pywatch_refusal(EACCES, why, sizeof(why));
+	assert_non_null(strstr(why, "not permitted (perf_event_open: Permission denied)"));
+	assert_non_null(strstr(why, "CAP_PERFMON"));
+	pywatch_refusal(EPERM, why, sizeof(why));
+	assert_non_null(strstr(why, "not permitted"));
+	pywatch_refusal(ENOSPC, why, sizeof(why));
+	assert_non_null(strstr(why, "no debug register is free"));
+	assert_non_null(strstr(why, "a debugger"));
+	assert_null(strstr(why, "this kernel gives no"));
+	pywatch_refusal(ENOENT, why, sizeof(why));
+	assert_non_null(strstr(why, "this kernel gives no hardware watchpoint"));
+	assert_non_null(strstr(why, "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines"));
+	pywatch_refusal(EACCES, why, 16);
+	assert_int_equal(strlen(why), 15);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -64,6 +89,7 @@ int main(void)
 		cmocka_unit_test(cells_and_free_variables_come_first),
 		cmocka_unit_test(a_plain_function_has_no_first_step),
 		cmocka_unit_test(other_versions_have_none),
+		cmocka_unit_test(a_refusal_names_its_cause),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
