@@ -338,6 +338,7 @@ int check_main(int argc, char **argv)
 		}
 	}
 	kernel_check_probe(&f);
+	kernel_check_probe_watchpoints(&f);
 	kernel_check_capabilities(&f, caps);
 	if (o.json)
 		print_json(&f, caps, o.pid, t);

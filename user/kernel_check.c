@@ -373,6 +373,13 @@ static int try_bpf_loop(void)
 	return probed(libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL));
 }
 
+void kernel_check_probe_watchpoints(struct kernel_facts *f)
+{
+	f->watchpoints = pywatch_fire_check(f->watch_why, sizeof(f->watch_why));
+	if (f->watchpoints == 0)
+		f->watchpoints = 1;
+}
+
 void kernel_check_probe(struct kernel_facts *f)
 {
 	struct utsname u;
@@ -388,9 +395,6 @@ void kernel_check_probe(struct kernel_facts *f)
 	f->initial_userns = in_initial_user_namespace();
 	f->initial_pidns = !span_engine_in_pidns(&(uint64_t){ 0 }, &(uint64_t){ 0 });
 	f->perf_events = try_perf_events();
-	f->watchpoints = pywatch_fire_check(f->watch_why, sizeof(f->watch_why));
-	if (f->watchpoints == 0)
-		f->watchpoints = 1;
 	if (!f->root) {
 		f->bpf_syscall = f->uprobe = f->cookie = f->ringbuf = f->raw_tp = f->task_iter =
 			f->perf_event_bpf = -EPERM;
@@ -676,6 +680,8 @@ static void watch_report(const struct kernel_facts *f, const struct capability_r
 	if (f->bpf_loop != 1)
 		return set(r, CAPABILITY_MISSING, "the kernel has no bpf_loop(), which the hook finds "
 			   "the thread's Python frame with (it came in Linux 5.17)");
+	if (f->watchpoints == 0)
+		return set(r, CAPABILITY_MISSING, "not tested: `pmetrics check` tests it");
 	if (f->watchpoints != 1)
 		return set(r, CAPABILITY_MISSING, f->watch_why);
 	set(r, CAPABILITY_OK, "");

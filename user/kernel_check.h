@@ -49,7 +49,8 @@ struct kernel_facts {
 	int bpf_loop;
 	/* hardware watchpoints: 1 they fire, else -errno with the one-line
 	 * reason in watch_why (some virtual machines accept them and never
-	 * deliver a hit) */
+	 * deliver a hit); 0 not tested: only kernel_check_probe_watchpoints
+	 * tests, as it takes debug exceptions */
 	int watchpoints;
 	char watch_why[256];
 	int btf;               /* enum kernel_btf (bpf_loader.h) */
@@ -61,6 +62,9 @@ struct kernel_facts {
 /* Probes the kernel; bpf_loader_init() must have run. The test uprobe
  * is removed in the background; kernel_check_release() waits for that. */
 void kernel_check_probe(struct kernel_facts *f);
+/* Whether hardware watchpoints fire, into F (about ten debug exceptions,
+ * so only where the answer is shown). */
+void kernel_check_probe_watchpoints(struct kernel_facts *f);
 void kernel_check_release(void);
 /* What each capability is on these facts. */
 void kernel_check_capabilities(const struct kernel_facts *f, struct capability_report out[CAP_MAX]);
