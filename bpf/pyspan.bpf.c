@@ -364,14 +364,20 @@ static __always_inline __s8 gen_state(__u64 gen)
 	return state;
 }
 
-/* Has it never run yet? */
-static __always_inline bool gen_unstarted(__u64 gen, __u64 frame)
+/* Has it never run yet? 1 yes, 0 it has, -1 unreadable (nothing to
+ * conclude: a fork child's page read before it is touched). */
+static __always_inline int gen_unstarted(__u64 gen, __u64 frame)
 {
+	__s8 state = 0;
 	int lasti = 0;
 
-	if (layout.gen_iframe)
-		return gen_state(gen) == layout.state_created;
-	bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + layout.frame_lasti));
+	if (layout.gen_iframe) {
+		if (bpf_probe_read_user(&state, 1, (void *)(gen + layout.gen_state)))
+			return -1;
+		return state == layout.state_created;
+	}
+	if (bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + layout.frame_lasti)))
+		return -1;
 	return lasti == -1;
 }
 
@@ -389,9 +395,9 @@ static __always_inline bool gen_finished(__u64 gen)
 	return frame == 0;
 }
 
-static __always_inline __u32 gen_verdict(__u64 gen, __u64 frame)
+static __always_inline __u32 gen_verdict(__u64 gen, __u64 code)
 {
-	return code_verdict(read_ptr(frame + layout.frame_code), gen + layout.gen_qualname);
+	return code_verdict(code, gen + layout.gen_qualname);
 }
 
 /* ---- emitting -------------------------------------------------------- */
@@ -591,31 +597,30 @@ static __always_inline void thread_end_finished(__u32 tid, __u64 now)
  * was made); any other step of a coroutine never seen begin is
  * remembered so its end gives no row. Returns whether to wait for the
  * step's return. */
-static __always_inline bool step_begins(__u64 gen, __u64 frame, __u32 idx, __u32 tid, __u64 now)
+static __always_inline bool step_begins(__u64 gen, __u64 frame, __u64 code, __u32 idx, __u32 tid,
+					__u64 now)
 {
 	struct coro_key k = coro_key_of(gen);
-	__u64 code = read_ptr(frame + layout.frame_code);
-	struct open_coro *open;
+	struct open_coro *open, c = { .code = code, .idx = idx, .tid = tid };
+	int unstarted = gen_unstarted(gen, frame);
 
 	open = bpf_map_lookup_elem(&open_coros, &k);
-	if (gen_unstarted(gen, frame)) {
+	if (unstarted > 0) {
 		/* made earlier (3.12+): its span starts now, on this thread
 		 * (coro_open replaces the entry made at creation) */
 		coro_open(gen, idx, tid, now, code);
 		return true;
 	}
-	if (!open || open->code != code) {
-		/* Started before pmetrics attached (or a stale entry of a
-		 * coroutine that used the same memory): its start is
-		 * unknown. */
-		struct open_coro c = { .code = code, .idx = idx, .tid = tid };
-
-		if (open)
-			span_context_drop_coro(gen, open);
-
-		if (bpf_map_update_elem(&open_coros, &k, &c, BPF_ANY) == 0)
-			count(SPAN_CNT_MID_CORO);
-	}
+	if (open && open->code == code)
+		return true;
+	if (unstarted < 0)
+		return false; /* first step or not, unknown: its entry, if any, stays */
+	/* Started before pmetrics attached (or a stale entry of a coroutine
+	 * that used the same memory): its start is unknown. */
+	if (open)
+		span_context_drop_coro(gen, open);
+	if (bpf_map_update_elem(&open_coros, &k, &c, BPF_ANY) == 0)
+		count(SPAN_CNT_MID_CORO);
 	return true;
 }
 
@@ -724,7 +729,7 @@ static __always_inline int session_wants_return(bool wanted)
  * its return matters (a timed coroutine's step, remembered). */
 static __always_inline bool coro_step_entry(struct pt_regs *ctx)
 {
-	__u64 gen = PT_REGS_PARM1(ctx), frame, now;
+	__u64 gen = PT_REGS_PARM1(ctx), frame, code, now;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 value, idx, depth;
 
@@ -737,12 +742,13 @@ static __always_inline bool coro_step_entry(struct pt_regs *ctx)
 		return false; /* finished: the call raises, nothing runs */
 	if (step_already_pending(tid, gen))
 		return false;
-	value = gen_verdict(gen, frame);
+	code = read_ptr(frame + layout.frame_code);
+	value = gen_verdict(gen, code);
 	if (value == PYSPAN_CODE_NO_MATCH || !(value & PYSPAN_CODE_IS_GEN))
 		return false;
 	idx = value & PYSPAN_CODE_IDX_MASK;
 	now = bpf_ktime_get_ns();
-	if (!step_begins(gen, frame, idx, tid, now) ||
+	if (!step_begins(gen, frame, code, idx, tid, now) ||
 	    !push_pending(ctx, tid, gen, now, idx, CALL_CORO_STEP, &depth))
 		return false;
 	note_step_slot(gen, depth);
