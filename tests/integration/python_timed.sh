@@ -69,7 +69,8 @@ timed_counts() {
 # LIBDIR, the interpreter loads the libpython found there. With
 # TIMED_CHILDREN=no, in the interpreter alone: a quarter of the time,
 # where an emulated CPU makes each interpreter start cost seconds.
-# TIMED_ARGS: more record options, as words.
+# TIMED_ARGS: more record options, as words. Leaves the capture's
+# directory in TIMED_OUT and pmetrics' messages in TIMED_ERR.
 check_timed() {
 	local tag="$1" py="$2" minor="$3" mode="$4" hook="$5" libdir="${6:-}" out refs err go pypid
 	local -a env=() scenarios=(timed timed-children)
@@ -78,6 +79,7 @@ check_timed() {
 	local -a extra=()
 	read -ra extra <<<"${TIMED_ARGS:-}"
 	out=$(fresh_dir)
+	TIMED_OUT="" TIMED_ERR=""
 	refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	[ -n "$libdir" ] && env=(LD_LIBRARY_PATH="$libdir")
 	t_begin "$tag.run"
@@ -103,6 +105,7 @@ check_timed() {
 		err="$PM_ERR"
 	fi
 	t_pass
+	TIMED_OUT=$out TIMED_ERR=$err
 	expect_hooks "$tag" "$err" "$minor" "$hook" "$([ -n "$libdir" ] && echo yes || echo no)"
 	# shellcheck disable=SC2046 # one NAME=COUNT word each
 	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" $(timed_counts "$minor" "$hook" "$runs")

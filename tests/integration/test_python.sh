@@ -280,7 +280,7 @@ for minor in 10 12; do
 	PMETRICS_TEST_NO_UPROBE_SESSION=1 check_timed "py3$minor.return_probes.calls" "$py" "$minor" launch calls
 	expect_ok "py3$minor.return_probes.said" "-v does not say the uprobes go without sessions" \
 		grep -qE "^pmetrics: Python uprobes (in multi-uprobe links \(one per program\)|one link each \(no multi-uprobe links here\))$" \
-		"$(ls -t "$T_TMP"/out.*.err | head -n 1)"
+		"$TIMED_ERR"
 done
 
 # Kernels without multi-uprobe links (before 6.6, as Debian's 6.1) get
@@ -290,7 +290,7 @@ for minor in 10 12; do
 	[ -n "$py" ] || continue
 	PMETRICS_TEST_NO_UPROBE_MULTI=1 check_timed "py3$minor.single_links" "$py" "$minor" launch coroutines
 	expect_ok "py3$minor.single_links.said" "-v does not say the uprobes are one link each" \
-		grep -q "^pmetrics: Python uprobes one link each" "$(ls -t "$T_TMP"/out.*.err | head -n 1)"
+		grep -q "^pmetrics: Python uprobes one link each" "$TIMED_ERR"
 done
 
 # Debian's own interpreter: static, stripped, non-PIE, no libpython,

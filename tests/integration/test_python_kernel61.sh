@@ -40,9 +40,8 @@ if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 		children=no
 		case $minor in 11 | 12) children=yes ;; esac
 		TIMED_CHILDREN=$children check_timed "kernel61.py3$minor.coroutines" "$py" "$minor" launch coroutines
-		said=$(ls -t "$T_TMP"/out.*.err | head -n 1)
 		t_begin "kernel61.py3$minor.one_link_each"
-		if grep -q "^pmetrics: Python uprobes one link each" "$said"; then t_pass
+		if grep -q "^pmetrics: Python uprobes one link each" "$TIMED_ERR"; then t_pass
 		else t_fail "-v does not say the uprobes are one link each on $(uname -r)"; fi
 		TIMED_CHILDREN=$children check_timed "kernel61.py3$minor.calls" "$py" "$minor" launch calls
 	done
@@ -62,10 +61,9 @@ if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 		[ -n "$py" ] || continue
 		TIMED_CHILDREN=no TIMED_ARGS="--resources --interval 1" \
 			check_timed "kernel61.py3$minor.resources" "$py" "$minor" launch coroutines
-		out=$(ls -td "$T_TMP"/out.*/ | head -n 1)
 		t_begin "kernel61.py3$minor.resources.context_rows"
-		spans=$(wc -l <"$out/robot_context_data")
-		ctx=$(wc -l <"$out/robot_context_resources" 2>/dev/null || echo 0)
+		spans=$(wc -l <"$TIMED_OUT/robot_context_data" 2>/dev/null || echo 0)
+		ctx=$(wc -l <"$TIMED_OUT/robot_context_resources" 2>/dev/null || echo 0)
 		if [ "$spans" -gt 0 ] && [ "$ctx" -eq "$spans" ]; then t_pass
 		else t_fail "$ctx span context rows for $spans spans"; fi
 	done
