@@ -24,6 +24,7 @@ FILL = re.compile(r"^(r\d+) = \*\(u64 \*\)\(r10 - (0x[0-9a-f]+|\d+)\)$")
 LOAD = re.compile(r"^(r\d+) = \*\(u64 \*\)\((r\d+) \+ (0x[0-9a-f]+|\d+)\)$")
 MOVE = re.compile(r"^(r\d+) = (r\d+)$")
 WRITE = re.compile(r"^[rw](\d+) \S*= ")
+STORE = re.compile(r"^(?:lock )?\*\(u(8|16|32|64) \*\)\(r10 - (0x[0-9a-f]+|\d+)\) ")
 
 
 def blocks_of(text, program):
@@ -56,6 +57,15 @@ def step(insn, held, want):
             held.add(slot)
         else:
             held.discard(slot)
+        return False
+    m = STORE.match(insn)
+    if m:
+        # any other store into the stack (an immediate, a narrower
+        # register, an atomic) overwrites every slot it overlaps
+        width, at = int(m.group(1)) // 8, int(m.group(2), 0)
+        held.difference_update(
+            slot for slot in list(held)
+            if slot.startswith("slot") and at - width < int(slot[4:]) and int(slot[4:]) - 8 < at)
         return False
     if insn.startswith("call "):
         held.difference_update(f"r{i}" for i in range(6))
