@@ -21,14 +21,73 @@
 #include "symbolizer.h"
 #include "whole_file.h"
 
+/* Set once process_vm_readv() is known missing (ENOSYS: a kernel built
+ * without CONFIG_CROSS_MEMORY_ATTACH, which allnoconfig-based builds
+ * leave out), or PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH=1 asks to act so. */
+static int cross_memory_attach = -1; /* -1 not known yet, 0 missing, 1 there */
+
+/* Each thread's open /proc/PID/mem, of the last process it read. */
+static __thread struct {
+	pid_t pid;
+	int fd;
+} proc_mem = { 0, -1 };
+
+static void proc_mem_close(void)
+{
+	if (proc_mem.fd >= 0)
+		close(proc_mem.fd);
+	proc_mem.fd = -1;
+}
+
+/* pread() of /proc/PID/mem: what process_vm_readv() does, one open per
+ * process. A process that ended reads as empty (its number may since be
+ * another's): the file is opened again once. */
+static int read_proc_mem(pid_t pid, void *dst, size_t size, uint64_t addr)
+{
+	char path[32];
+	ssize_t n = 0;
+
+	for (int attempt = 0; attempt < 2 && n == 0; attempt++) {
+		if (proc_mem.fd < 0 || proc_mem.pid != pid || attempt) {
+			proc_mem_close();
+			snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+			proc_mem.fd = open(path, O_RDONLY | O_CLOEXEC);
+			proc_mem.pid = pid;
+			if (proc_mem.fd < 0)
+				return -1;
+		}
+		n = pread(proc_mem.fd, dst, size, (off_t)addr);
+	}
+	return n == (ssize_t)size ? 0 : -1;
+}
+
 int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr)
 {
 	struct iovec local = { dst, size };
 	struct iovec remote = { (void *)(uintptr_t)addr, size };
+	int cma = __atomic_load_n(&cross_memory_attach, __ATOMIC_RELAXED);
+	ssize_t n;
 
 	if (!addr)
 		return -1;
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)size ? 0 : -1;
+	if (cma < 0) {
+		const char *no = getenv("PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH");
+
+		cma = !(no && strcmp(no, "1") == 0);
+		__atomic_store_n(&cross_memory_attach, cma, __ATOMIC_RELAXED);
+	}
+	if (cma) {
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (n >= 0 || errno != ENOSYS)
+			return n == (ssize_t)size ? 0 : -1;
+		__atomic_store_n(&cross_memory_attach, 0, __ATOMIC_RELAXED);
+	}
+	return read_proc_mem(pid, dst, size, addr);
+}
+
+bool python_read_memory_direct(void)
+{
+	return __atomic_load_n(&cross_memory_attach, __ATOMIC_RELAXED) != 0;
 }
 
 /* The walker of include/python_walk.h, reading another process. */

@@ -95,7 +95,11 @@ void python_source_qualname(const char *src, size_t len, int firstlineno, const 
 int python_walk_thread(const struct python_proc *p, pid_t tid, struct py_thread_cache *thread,
 		       struct py_frame_ref *out, int *status);
 
-/* Reads SIZE bytes of PID's memory at ADDR. Returns 0, or -1. */
+/* Reads SIZE bytes of PID's memory at ADDR. Returns 0, or -1. By
+ * process_vm_readv(), or where the kernel lacks it (no
+ * CONFIG_CROSS_MEMORY_ATTACH) by /proc/PID/mem. */
 int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr);
+/* Whether reads go by process_vm_readv() (not known missing yet). */
+bool python_read_memory_direct(void);
 
 #endif
