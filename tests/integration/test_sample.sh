@@ -24,7 +24,8 @@
 # - native code a Python function calls (zlib's libz) shows under it, and
 #   the kernel's frames under a C function whose CPU time is the kernel's;
 # - a libpython stripped as the robot's image strips it names the same
-#   Python frames;
+#   Python frames; a kernel without process_vm_readv() gives the same
+#   Python stacks (read through /proc/PID/mem);
 # - bad --sample values: one line, exit 2, nothing created.
 # - go tool pprof -top of a real capture ranks the burners as they burn.
 source "$ROOT/tests/integration/lib.sh"
@@ -214,6 +215,21 @@ python_tests() {
 	fi
 }
 
+# A kernel without process_vm_readv() (built without
+# CONFIG_CROSS_MEMORY_ATTACH, as allnoconfig leaves it) reads the target
+# through /proc/PID/mem instead: the same shares, every sample with its
+# Python frames.
+no_cross_memory_attach() {
+	local py out
+	py=$(interpreter 3.12)
+	if [ -z "$py" ]; then t_begin py312.proc_mem; t_skip "no pyenv CPython 3.12"; return; fi
+	out=$(fresh_dir)
+	capture py312.proc_mem "$out" PMETRICS_TEST_PERF_FALLBACK=1 PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH=1 -- \
+		--sample="$HZ" -- "$py" "$PROG" shares "$SECONDS_SHARES" || return
+	expect_check py312.proc_mem.shares shares "$out" on-cpu "$TOL" heavy=60 medium=30 light=10
+	expect_check py312.proc_mem.python with_python "$out" on-cpu 97
+}
+
 # ---- native ----------------------------------------------------------------------
 native_tests() {
 	local bin out way
@@ -366,3 +382,4 @@ python_found_late
 python_tests 10
 python_tests 12
 python_tests 13
+no_cross_memory_attach
