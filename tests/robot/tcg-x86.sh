@@ -14,6 +14,11 @@
 #                        $TCG_WHY when the guest could not run it to the
 #                        end; SCRIPT's own exit status is printed as
 #                        "TCG-X86-EXIT N".
+#
+# PMETRICS_TCG_KERNEL=BZIMAGE boots that kernel instead of Debian's: one
+# with what the guest needs built in (tests/robot/x86-guest.cfg), as no
+# module is loaded then. That is how another kernel version (the Flex's
+# 5.15 or 6.6, from their own source) is tried with the same tests.
 
 TCG_X86_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$TCG_X86_DIR/kernel-lib.sh"
@@ -26,6 +31,11 @@ TCG_X86_MODULES=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev 
 # TCG_KERNEL, TCG_MODULES (its module tree) and TCG_BUSYBOX.
 tcg_x86_kernel() {
 	local meta
+	if [ -n "${PMETRICS_TCG_KERNEL:-}" ]; then
+		[ -f "$PMETRICS_TCG_KERNEL" ] ||
+			{ TCG_WHY="PMETRICS_TCG_KERNEL: no file $PMETRICS_TCG_KERNEL"; return 1; }
+		TCG_X86_MODULES=()
+	fi
 	meta=$(apt-cache depends linux-image-amd64:amd64 2>/dev/null |
 		sed -n 's/^ *Depends: \(linux-image-[0-9.]*-[0-9]*-amd64\).*/\1/p' | head -n 1)
 	[ -n "$meta" ] || { TCG_WHY="apt knows no linux-image-amd64"; return 1; }
@@ -34,6 +44,7 @@ tcg_x86_kernel() {
 	TCG_KERNEL=$(ls "$DEB_DIR"/boot/vmlinuz-* 2>/dev/null | head -n 1)
 	TCG_MODULES=$(ls -d "$DEB_DIR"/lib/modules/* 2>/dev/null | head -n 1)
 	[ -n "$TCG_KERNEL" ] && [ -n "$TCG_MODULES" ] || { TCG_WHY="no kernel image in $meta"; return 1; }
+	TCG_KERNEL=${PMETRICS_TCG_KERNEL:-$TCG_KERNEL}
 	KERNEL_DEB_ARCH=amd64 kernel_deb busybox-static || { TCG_WHY=$KERNEL_WHY; return 1; }
 	TCG_BUSYBOX=$DEB_DIR/bin/busybox
 }
