@@ -243,8 +243,11 @@ static int scan_process(struct scan *s)
 	}
 	for (int i = 0; i < n; i++)
 		/* objects live in the heap and anonymous memory (pymalloc's
-		 * arenas, large blocks) */
-		if (!maps[i].path || !maps[i].path[0] || strcmp(maps[i].path, "[heap]") == 0)
+		 * arenas, large blocks); reserved, unreadable memory (a malloc
+		 * arena's tail, guard pages) holds none, and /proc/PID/mem
+		 * would read it */
+		if (maps[i].readable &&
+		    (!maps[i].path || !maps[i].path[0] || strcmp(maps[i].path, "[heap]") == 0))
 			scan_range(s, buf, maps[i].start, maps[i].end);
 	proc_maps_free(maps, n);
 	free(buf);

@@ -92,10 +92,10 @@ int proc_maps_read(pid_t pid, struct proc_map **out)
 		unsigned long long start, end, off, ino;
 		unsigned int major, minor;
 		int name_at = 0;
-		char *name, *nl;
+		char *name, *nl, perms[8] = "";
 
-		if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu %n", &start, &end, &off, &major, &minor,
-			   &ino, &name_at) < 6)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &major,
+			   &minor, &ino, &name_at) < 7)
 			continue;
 		if (!array_grow((void **)&maps, &cap, n + 1, sizeof(*maps)))
 			break;
@@ -104,7 +104,7 @@ int proc_maps_read(pid_t pid, struct proc_map **out)
 			*nl = '\0';
 		maps[n] = (struct proc_map){ .start = start, .end = end, .offset = off,
 					     .dev = makedev(major, minor), .ino = ino,
-					     .path = strdup(name) };
+					     .readable = perms[0] == 'r', .path = strdup(name) };
 		if (!maps[n].path)
 			break;
 		n++;

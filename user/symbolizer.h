@@ -54,7 +54,8 @@ size_t symbolizer_format(const struct native_frame *frame, char *buf, size_t siz
 struct proc_map {
 	uint64_t start, end, offset;
 	uint64_t dev, ino;
-	char *path; /* as the process names it; "" for anonymous memory */
+	bool readable; /* r in its permissions: PROT_NONE reservations are not */
+	char *path;    /* as the process names it; "" for anonymous memory */
 };
 
 /* Reads /proc/PID/maps. Returns the number of mappings (*out: an array
