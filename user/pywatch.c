@@ -51,6 +51,10 @@ void pywatch_refusal(int err, char *why, size_t len)
 	if (err == EACCES || err == EPERM)
 		snprintf(why, len, "a hardware watchpoint is not permitted (perf_event_open: %s): "
 			 "run pmetrics as root, with CAP_PERFMON and CAP_SYS_PTRACE", strerror(err));
+	else if (err == EINVAL)
+		snprintf(why, len, "the kernel refused the watchpoint's settings (perf_event_open: %s; "
+			 "before Linux 5.13 it has no remove_on_exec, which the hook needs): use "
+			 "--python-hook coroutines", strerror(err));
 	else if (err == ENOSPC || err == EBUSY)
 		snprintf(why, len, "no debug register is free for a hardware watchpoint "
 			 "(perf_event_open: %s; a debugger or another watchpoint holds them): detach it, "

@@ -47,7 +47,8 @@ int pywatch_fire_check(char *why, size_t len);
 
 /* Why perf_event_open refused a watchpoint with ERR (an errno), and the
  * fix, in one line in WHY: no permission, every debug register held by
- * another user (a debugger), or a kernel without watchpoints. */
+ * another user (a debugger), settings the kernel does not take (before
+ * 5.13), or a kernel without watchpoints. */
 void pywatch_refusal(int err, char *why, size_t len);
 
 /* Finds the code object of each of the N PROBES in process P (their

@@ -75,6 +75,9 @@ static void a_refusal_names_its_cause(void **state)
 	assert_non_null(strstr(why, "no debug register is free"));
 	assert_non_null(strstr(why, "a debugger"));
 	assert_null(strstr(why, "this kernel gives no"));
+	pywatch_refusal(EINVAL, why, sizeof(why));
+	assert_non_null(strstr(why, "Linux 5.13"));
+	assert_null(strstr(why, "this kernel gives no"));
 	pywatch_refusal(ENOENT, why, sizeof(why));
 	assert_non_null(strstr(why, "this kernel gives no hardware watchpoint"));
 	assert_non_null(strstr(why, "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines"));
