@@ -2,8 +2,9 @@
 /* The walk of a CPython thread's frames, from the interpreter's
  * _PyRuntime to the innermost frame, written once for both samplers:
  * bpf/sampler.bpf.c runs it in the kernel at the sample, and
- * user/python_stack.c runs it with process_vm_readv() where there is no
- * BPF on perf events. The includer defines, before including:
+ * user/python_stack.c runs it with process_vm_readv() (else a read of
+ * /proc/PID/mem) where there is no BPF on perf events. The includer
+ * defines, before including:
  *
  *   PY_CTX                 the type of the reader's context
  *   PY_READ(ctx, dst, size, addr)  copies SIZE bytes of the target's

@@ -26,17 +26,30 @@
  * leave out), or PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH=1 asks to act so. */
 static int cross_memory_attach = -1; /* -1 not known yet, 0 missing, 1 there */
 
-/* Each thread's open /proc/PID/mem, of the last process it read. */
+/* Each thread's open /proc/PID/mem, of the last process it read (fd -1
+ * with that pid: it could not be opened, and is not tried again until
+ * another process is read). */
 static __thread struct {
 	pid_t pid;
 	int fd;
 } proc_mem = { 0, -1 };
 
-static void proc_mem_close(void)
+void python_read_memory_release(void)
 {
 	if (proc_mem.fd >= 0)
 		close(proc_mem.fd);
 	proc_mem.fd = -1;
+	proc_mem.pid = 0;
+}
+
+static void proc_mem_open(pid_t pid)
+{
+	char path[32];
+
+	python_read_memory_release();
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	proc_mem.fd = open(path, O_RDONLY | O_CLOEXEC);
+	proc_mem.pid = pid;
 }
 
 /* pread() of /proc/PID/mem: what process_vm_readv() does, one open per
@@ -44,18 +57,13 @@ static void proc_mem_close(void)
  * another's): the file is opened again once. */
 static int read_proc_mem(pid_t pid, void *dst, size_t size, uint64_t addr)
 {
-	char path[32];
 	ssize_t n = 0;
 
 	for (int attempt = 0; attempt < 2 && n == 0; attempt++) {
-		if (proc_mem.fd < 0 || proc_mem.pid != pid || attempt) {
-			proc_mem_close();
-			snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-			proc_mem.fd = open(path, O_RDONLY | O_CLOEXEC);
-			proc_mem.pid = pid;
-			if (proc_mem.fd < 0)
-				return -1;
-		}
+		if (proc_mem.pid != pid || attempt)
+			proc_mem_open(pid);
+		if (proc_mem.fd < 0)
+			return -1;
 		n = pread(proc_mem.fd, dst, size, (off_t)addr);
 	}
 	return n == (ssize_t)size ? 0 : -1;
@@ -70,6 +78,8 @@ int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr)
 
 	if (!addr)
 		return -1;
+	if (!size)
+		return 0;
 	if (cma < 0) {
 		const char *no = getenv("PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH");
 

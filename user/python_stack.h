@@ -87,7 +87,7 @@ void python_source_qualname(const char *src, size_t len, int firstlineno, const 
 
 /* ---- the walk without BPF ---------------------------------------------- */
 
-/* Walks thread TID of P by reading its memory (process_vm_readv), as the
+/* Walks thread TID of P by reading its memory (python_read_memory), as the
  * BPF sampler does at a sample. THREAD: the thread state found last time
  * for this thread (zeroed: none), checked and updated. Returns the
  * number of frames in OUT (leaf first, at most PY_MAX_FRAMES) and sets
@@ -101,5 +101,8 @@ int python_walk_thread(const struct python_proc *p, pid_t tid, struct py_thread_
 int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr);
 /* Whether reads go by process_vm_readv() (not known missing yet). */
 bool python_read_memory_direct(void);
+/* Closes what the calling thread keeps open for reads (a thread that
+ * read other processes calls it before it ends). */
+void python_read_memory_release(void);
 
 #endif

@@ -739,6 +739,7 @@ static void *run(void *arg)
 		if (monotonic_ns() - s->last_flush_ns >= FLUSH_EVERY_NS)
 			flush(s);
 	}
+	python_read_memory_release();
 	return NULL;
 }
 

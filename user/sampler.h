@@ -15,7 +15,8 @@
  *     the user stack into a ring, native frames come from the frame
  *     pointer chain or, where it breaks, DWARF call frame information
  *     (libdw), and the Python stack is read from the process
- *     (process_vm_readv) as soon as the sample arrives.
+ *     (process_vm_readv, else /proc/PID/mem) as soon as the sample
+ *     arrives.
  *
  * The span states of a sample come from its stack: a state is active
  * when its probed function is on it (native probes by function, py:

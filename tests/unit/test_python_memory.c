@@ -39,16 +39,22 @@ static int check_reads(void)
 		return 2;
 	if (memcmp(got, pattern, sizeof(got)) != 0)
 		return 3;
+	/* a second read of the same process (by /proc/PID/mem: its file
+	 * kept open), and one of nothing */
+	memset(got, 0, sizeof(got));
+	if (python_read_memory(getpid(), got, 8, (uintptr_t)pattern + 4) != 0 ||
+	    memcmp(got, pattern + 4, 8) != 0 || python_read_memory(getpid(), got, 0, 1) != 0)
+		return 6;
 	/* the first page is never mapped */
 	if (python_read_memory(getpid(), got, sizeof(got), 0x100) != -1)
 		return 4;
 	if (python_read_memory(gone, got, sizeof(got), (uintptr_t)pattern) != -1)
 		return 5;
-	/* the open file of the process is kept, and still reads right */
-	memset(got, 0, sizeof(got));
-	if (python_read_memory(getpid(), got, 8, (uintptr_t)pattern + 4) != 0 ||
-	    memcmp(got, pattern + 4, 8) != 0)
-		return 6;
+	/* and back to this process after another's */
+	if (python_read_memory(getpid(), got, sizeof(got), (uintptr_t)pattern) != 0 ||
+	    memcmp(got, pattern, sizeof(got)) != 0)
+		return 7;
+	python_read_memory_release();
 	return 0;
 }
 
