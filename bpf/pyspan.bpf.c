@@ -613,12 +613,17 @@ static __always_inline bool step_begins(__u64 gen, __u64 frame, __u64 code, __u3
 	}
 	if (open && open->code == code)
 		return true;
-	if (unstarted < 0)
-		return false; /* first step or not, unknown: its entry, if any, stays */
-	/* Started before pmetrics attached (or a stale entry of a coroutine
-	 * that used the same memory): its start is unknown. */
+	/* A stale entry, of a coroutine that used the same memory, ends no
+	 * row of this one. */
 	if (open)
 		span_context_drop_coro(gen, open);
+	if (unstarted < 0) {
+		/* first step or not, unknown: nothing is filed */
+		if (open)
+			bpf_map_delete_elem(&open_coros, &k);
+		return false;
+	}
+	/* Started before pmetrics attached: its start is unknown. */
 	if (bpf_map_update_elem(&open_coros, &k, &c, BPF_ANY) == 0)
 		count(SPAN_CNT_MID_CORO);
 	return true;
