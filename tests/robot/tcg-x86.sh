@@ -27,14 +27,19 @@ TCG_WHY=""
 TCG_X86_MODULES=(virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
 	netfs fscache 9pnet 9pnet_virtio 9p overlay)
 
-# tcg_x86_kernel: Debian's amd64 kernel and busybox-static; sets
-# TCG_KERNEL, TCG_MODULES (its module tree) and TCG_BUSYBOX.
+# tcg_x86_kernel: Debian's amd64 kernel (or PMETRICS_TCG_KERNEL) and
+# busybox-static; sets TCG_KERNEL, TCG_MODULES (its module tree),
+# TCG_LOAD (the modules the guest loads: none for a kernel of one's own)
+# and TCG_BUSYBOX.
 tcg_x86_kernel() {
 	local meta
+	TCG_LOAD=("${TCG_X86_MODULES[@]}")
 	if [ -n "${PMETRICS_TCG_KERNEL:-}" ]; then
 		[ -f "$PMETRICS_TCG_KERNEL" ] ||
 			{ TCG_WHY="PMETRICS_TCG_KERNEL: no file $PMETRICS_TCG_KERNEL"; return 1; }
-		TCG_X86_MODULES=()
+		TCG_KERNEL=$PMETRICS_TCG_KERNEL TCG_MODULES="" TCG_LOAD=()
+		tcg_x86_busybox
+		return
 	fi
 	meta=$(apt-cache depends linux-image-amd64:amd64 2>/dev/null |
 		sed -n 's/^ *Depends: \(linux-image-[0-9.]*-[0-9]*-amd64\).*/\1/p' | head -n 1)
@@ -44,7 +49,10 @@ tcg_x86_kernel() {
 	TCG_KERNEL=$(ls "$DEB_DIR"/boot/vmlinuz-* 2>/dev/null | head -n 1)
 	TCG_MODULES=$(ls -d "$DEB_DIR"/lib/modules/* 2>/dev/null | head -n 1)
 	[ -n "$TCG_KERNEL" ] && [ -n "$TCG_MODULES" ] || { TCG_WHY="no kernel image in $meta"; return 1; }
-	TCG_KERNEL=${PMETRICS_TCG_KERNEL:-$TCG_KERNEL}
+	tcg_x86_busybox
+}
+
+tcg_x86_busybox() {
 	KERNEL_DEB_ARCH=amd64 kernel_deb busybox-static || { TCG_WHY=$KERNEL_WHY; return 1; }
 	TCG_BUSYBOX=$DEB_DIR/bin/busybox
 }
@@ -54,7 +62,7 @@ tcg_x86_initramfs() {
 	local stage=$1 script=$2 m f
 	mkdir -p "$stage"/{bin,proc,sys,dev,host,upper,root,modules} || return 1
 	cp "$TCG_BUSYBOX" "$stage/bin/busybox"
-	for m in "${TCG_X86_MODULES[@]}"; do
+	for m in "${TCG_LOAD[@]}"; do
 		f=$(find "$TCG_MODULES" -name "$m.ko" | head -n 1)
 		[ -n "$f" ] || { TCG_WHY="the amd64 kernel has no $m.ko"; return 1; }
 		cp "$f" "$stage/modules/"
@@ -64,7 +72,7 @@ tcg_x86_initramfs() {
 B=/bin/busybox
 \$B mount -t proc proc /proc
 \$B mount -t devtmpfs dev /dev
-for m in ${TCG_X86_MODULES[*]}; do \$B insmod /modules/\$m.ko || echo "TCG-X86-FAIL insmod \$m"; done
+for m in ${TCG_LOAD[*]}; do \$B insmod /modules/\$m.ko || echo "TCG-X86-FAIL insmod \$m"; done
 \$B mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 host /host || echo "TCG-X86-FAIL 9p"
 \$B mount -t tmpfs upper /upper && \$B mkdir -p /upper/data /upper/work
 \$B mount -t overlay -o lowerdir=/host,upperdir=/upper/data,workdir=/upper/work root /root ||
