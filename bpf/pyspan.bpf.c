@@ -915,9 +915,10 @@ HOOK_PROGRAMS(py_call, call_entry, call_exit)
 /* ---- hardware watchpoints on timed code objects ---------------------- */
 
 /* With --python-hook watch no uprobe is set: user space puts hardware
- * watchpoints (perf events, one per thread, inherited by threads and
- * children made later) on each timed coroutine function's code object,
- * found in the running process, and this program runs when one fires:
+ * watchpoints (perf events, one per CPU, for every task: py_watch keeps
+ * the traced processes' hits) on each timed coroutine function's code
+ * object, found in the running process, and this program runs when one
+ * fires:
  * - at its first RESUME, fetched when a coroutine of it takes its first
  *   step: the thread's current frame is that coroutine's, embedded in
  *   the coroutine object, whose span opens;
@@ -1049,7 +1050,8 @@ int py_watch(struct bpf_perf_event_data *ctx)
 	struct watch_end end = { now, (__u32)(bpf_get_current_pid_tgid() >> 32), 0 };
 	struct pyspan_watch *w;
 
-	/* a forked child inherits the watchpoints: followed or not */
+	/* the watchpoints are the CPU's: any task touching the address
+	 * traps (a forked child has the same addresses: followed or not) */
 	if (!traced_current() || !(w = bpf_map_lookup_elem(&watches, &addr)))
 		return 0;
 	if (w->kind == PYSPAN_WATCH_FIRST_STEP)
@@ -1076,6 +1078,22 @@ int BPF_PROG(py_watch_exit, struct task_struct *task)
 
 	if ((__u32)id == tgid)
 		bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
+	return 0;
+}
+
+/* A traced process runs a new program: what lies at the watched
+ * addresses now is something else. Its coroutines still open will not
+ * end, and its thread's cached frame lookup is of the old program. */
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(py_watch_exec)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = (__u32)(id >> 32);
+
+	if (!traced(tgid))
+		return 0;
+	bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
+	bpf_map_delete_elem(&watch_threads, &id);
 	return 0;
 }
 

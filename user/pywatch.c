@@ -3,7 +3,6 @@
 #include "pywatch.h"
 
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
@@ -27,7 +26,9 @@
 /* Code units read to find a coroutine's first step. */
 #define PROLOGUE_UNITS 32
 
-static int watchpoint_open(pid_t tid, uint64_t addr, uint32_t len)
+/* A watchpoint on ADDR: of thread TID on any CPU, or (TID -1) of every
+ * task on CPU. */
+static int watchpoint_open(pid_t tid, int cpu, uint64_t addr, uint32_t len)
 {
 	struct perf_event_attr a;
 
@@ -40,10 +41,7 @@ static int watchpoint_open(pid_t tid, uint64_t addr, uint32_t len)
 	a.sample_period = 1;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	a.inherit = 1;
-	/* an exec'd child runs another program at these addresses */
-	a.remove_on_exec = 1;
-	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 void pywatch_refusal(int err, char *why, size_t len)
@@ -53,8 +51,8 @@ void pywatch_refusal(int err, char *why, size_t len)
 			 "run pmetrics as root, with CAP_PERFMON and CAP_SYS_PTRACE", strerror(err));
 	else if (err == EINVAL)
 		snprintf(why, len, "the kernel refused the watchpoint's settings (perf_event_open: %s; "
-			 "before Linux 5.13 it has no remove_on_exec, which the hook needs): use "
-			 "--python-hook coroutines", strerror(err));
+			 "an address or length this CPU cannot watch): use --python-hook coroutines",
+			 strerror(err));
 	else if (err == ENOSPC || err == EBUSY)
 		snprintf(why, len, "no debug register is free for a hardware watchpoint "
 			 "(perf_event_open: %s; a debugger or another watchpoint holds them): detach it, "
@@ -69,7 +67,7 @@ static volatile uint64_t fire_check_word;
 int pywatch_fire_check(char *why, size_t len)
 {
 	long long seen = 0;
-	int fd = watchpoint_open(0, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8), err;
+	int fd = watchpoint_open(0, -1, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8), err;
 
 	if (fd < 0) {
 		err = errno;
@@ -332,7 +330,7 @@ static int take_found(struct pywatch *w, const struct scan *s, const struct py_p
 	}
 	if (want > PYSPAN_MAX_WATCHES) {
 		snprintf(err, errlen, "--python-hook watch needs %s%d hardware watchpoints for these "
-			 "functions (2 per code object), and a thread has %d: time fewer functions, or "
+			 "functions (2 per code object), and a CPU has %d: time fewer functions, or "
 			 "use --python-hook coroutines", want > 2 * PYSPAN_MAX_WATCHES - 2 ? "at least " : "",
 			 want, PYSPAN_MAX_WATCHES);
 		return -E2BIG;
@@ -396,19 +394,20 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 
 /* ---- watching ------------------------------------------------------------------ */
 
-static int watch_thread(struct pywatch *w, pid_t tid, struct bpf_program *prog)
+/* W's points on CPU, each hit running PROG. 1 when the CPU is offline. */
+static int watch_cpu(struct pywatch *w, int cpu, struct bpf_program *prog)
 {
 	for (int i = 0; i < w->n_points; i++) {
-		int fd = watchpoint_open(tid, w->points[i].addr, w->points[i].len), err = errno;
+		int fd = watchpoint_open(-1, cpu, w->points[i].addr, w->points[i].len), err = errno;
 		struct bpf_link *link;
 
+		if (fd < 0 && err == ENODEV && i == 0)
+			return 1;
 		if (fd < 0) {
 			char why[256];
 
-			if (err == ESRCH)
-				return 0; /* the thread ended meanwhile */
 			pywatch_refusal(err, why, sizeof(why));
-			fprintf(stderr, "pmetrics: thread %d: %s\n", (int)tid, why);
+			fprintf(stderr, "pmetrics: CPU %d: %s\n", cpu, why);
 			return -err;
 		}
 		link = bpf_program__attach_perf_event(prog, fd);
@@ -422,29 +421,23 @@ static int watch_thread(struct pywatch *w, pid_t tid, struct bpf_program *prog)
 	return 0;
 }
 
-int pywatch_attach(struct pywatch *w, pid_t pid, struct bpf_program *prog)
+int pywatch_attach(struct pywatch *w, struct bpf_program *prog)
 {
-	char path[64];
-	struct dirent *d;
-	DIR *dir;
-	int rc = 0;
+	int ncpu = libbpf_num_possible_cpus(), watched = 0, rc = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if (!(dir = opendir(path))) {
-		rc = -errno;
-		fprintf(stderr, "pmetrics: cannot list the threads of process %d: %s\n", (int)pid,
-			strerror(-rc));
-		return rc;
+	if (ncpu < 0) {
+		fprintf(stderr, "pmetrics: cannot count this machine's CPUs: %s\n", strerror(-ncpu));
+		return ncpu;
 	}
-	bpf_loader_raise_fd_limit(); /* two per point and thread: the event, its link */
-	while (!rc && (d = readdir(dir))) {
-		long tid = strtol(d->d_name, NULL, 10);
-
-		if (tid > 0)
-			rc = watch_thread(w, (pid_t)tid, prog);
+	bpf_loader_raise_fd_limit(); /* two per point and CPU: the event, its link */
+	for (int cpu = 0; cpu < ncpu && rc >= 0; cpu++)
+		if ((rc = watch_cpu(w, cpu, prog)) == 0)
+			watched++;
+	if (rc >= 0 && !watched) {
+		fprintf(stderr, "pmetrics: no CPU took a watchpoint: every one is offline\n");
+		rc = -ENODEV;
 	}
-	closedir(dir);
-	return rc;
+	return rc < 0 ? rc : 0;
 }
 
 void pywatch_close(struct pywatch *w)

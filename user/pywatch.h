@@ -9,7 +9,7 @@
  * Per timed function two watchpoints: its first RESUME (the first step
  * of each of its coroutines) and a reference count each of its frames
  * takes and lets go of as it is cleared (its function object's, else its
- * code object's): where a finished coroutine ends. A thread has 4
+ * code object's): where a finished coroutine ends. A CPU has 4
  * (x86-64, the Flex's Cortex-A53), so two functions at most. CPython
  * 3.11+ (the frame embedded in the coroutine), `async def` functions,
  * defined when pmetrics attaches. */
@@ -47,8 +47,8 @@ int pywatch_fire_check(char *why, size_t len);
 
 /* Why perf_event_open refused a watchpoint with ERR (an errno), and the
  * fix, in one line in WHY: no permission, every debug register held by
- * another user (a debugger), settings the kernel does not take (before
- * 5.13), or a kernel without watchpoints. */
+ * another user (a debugger), settings the CPU cannot watch, or a kernel
+ * without watchpoints. */
 void pywatch_refusal(int err, char *why, size_t len);
 
 /* Finds the code object of each of the N PROBES in process P (their
@@ -59,10 +59,14 @@ void pywatch_refusal(int err, char *why, size_t len);
 int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
 		 int n, char *err, size_t errlen);
 
-/* Watches W's points in every thread of PID (threads and children made
- * later inherit them), each hit running PROG. 0, or -errno after a
- * one-line error. */
-int pywatch_attach(struct pywatch *w, pid_t pid, struct bpf_program *prog);
+/* Watches W's points on every CPU, each hit running PROG. Per CPU, not
+ * per thread: a watchpoint of a thread is written into the debug
+ * registers at each of its context switches, which under a hypervisor
+ * costs a trap to it each time; one of a CPU is written once. Every task
+ * that touches a point traps, so PROG keeps the traced processes' hits
+ * alone (new threads and forked children have the same addresses and
+ * are caught unasked). 0, or -errno after a one-line error. */
+int pywatch_attach(struct pywatch *w, struct bpf_program *prog);
 void pywatch_close(struct pywatch *w);
 
 /* The first instruction of a coroutine's body in code units CODE (N of
