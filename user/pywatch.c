@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "array_grow.h"
@@ -62,13 +63,34 @@ void pywatch_refusal(int err, char *why, size_t len)
 			 "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines", strerror(err));
 }
 
+bool pywatch_kernel_steps_bpf_hits(const char *machine, const char *release)
+{
+	int major = 0, minor = 0, patch = 0;
+
+	if (strcmp(machine, "aarch64") != 0)
+		return true; /* x86 reports a watchpoint after the access: no step */
+	if (sscanf(release, "%d.%d.%d", &major, &minor, &patch) < 2)
+		return false;
+	if (major != 6)
+		return major > 6;
+	return minor >= 6 || (minor == 1 && patch >= 55);
+}
+
 static volatile uint64_t fire_check_word;
 
 int pywatch_fire_check(char *why, size_t len)
 {
+	struct utsname u;
 	long long seen = 0;
-	int fd = watchpoint_open(0, -1, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8), err;
+	int fd, err;
 
+	if (uname(&u) == 0 && !pywatch_kernel_steps_bpf_hits(u.machine, u.release)) {
+		snprintf(why, len, "this arm64 kernel (%s) does not step past a watchpoint hit that "
+			 "runs a BPF program, so the traced program would trap forever (fixed in Linux "
+			 "6.6 and 6.1.55): use --python-hook coroutines", u.release);
+		return -ENOTSUP;
+	}
+	fd = watchpoint_open(0, -1, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8);
 	if (fd < 0) {
 		err = errno;
 		pywatch_refusal(err, why, len);

@@ -16,6 +16,7 @@
 #ifndef PMETRICS_PYWATCH_H
 #define PMETRICS_PYWATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -44,6 +45,13 @@ struct pywatch {
  * machines accept them and never deliver a hit. 0, or -errno with a
  * one-line reason in WHY. */
 int pywatch_fire_check(char *why, size_t len);
+
+/* Whether a kernel RELEASE on MACHINE (uname's) moves a thread past the
+ * access a watchpoint caught when the hit runs a BPF program. arm64
+ * reports a watchpoint before the access and must step over it; until
+ * Linux 6.6 (6.1.55 in the 6.1 series) it did so only for perf's own
+ * handler, and the access trapped again forever. */
+bool pywatch_kernel_steps_bpf_hits(const char *machine, const char *release);
 
 /* Why perf_event_open refused a watchpoint with ERR (an errno), and the
  * fix, in one line in WHY: no permission, every debug register held by

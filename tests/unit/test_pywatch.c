@@ -85,6 +85,25 @@ static void a_refusal_names_its_cause(void **state)
 	assert_int_equal(strlen(why), 15);
 }
 
+/* arm64 kernels step over a BPF-handled watchpoint hit from 6.6 on, and
+ * in the 6.1 series from 6.1.55; x86 needs no step. */
+static void arm64_kernels_before_the_step_fix_are_refused(void **state)
+{
+	(void)state;
+	assert_true(pywatch_kernel_steps_bpf_hits("x86_64", "5.4.0"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.6.0"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.6.87-toradex"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.18.1"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "7.0"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.55"));
+	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.192-1-arm64"));
+	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.54"));
+	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.5.13"));
+	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.2.0"));
+	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "5.19.17"));
+	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "garbage"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -93,6 +112,7 @@ int main(void)
 		cmocka_unit_test(a_plain_function_has_no_first_step),
 		cmocka_unit_test(other_versions_have_none),
 		cmocka_unit_test(a_refusal_names_its_cause),
+		cmocka_unit_test(arm64_kernels_before_the_step_fix_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
