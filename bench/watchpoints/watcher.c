@@ -6,6 +6,9 @@
  * "WATCHING" once armed; at each SIGUSR1 prints "COUNTS n1 n2 ..." (the
  * accesses since the last print, per address) and starts again from 0;
  * exits at SIGTERM.
+ * watcher --cpus ADDR[/LEN]...: the same, with one watchpoint per CPU and
+ * address, of every task (pid -1): a CPU's debug registers are written
+ * once, a thread's at each of its context switches.
  * watcher --self-test: whether watchpoints fire on this machine at all
  * (some virtual machines accept them and never fire): prints how many of
  * 1000 writes to a variable of its own were seen.
@@ -13,9 +16,11 @@
  * debug exception and perf's counting, no BPF): the floor under any
  * watchpoint-based hook's cost per trap on this machine. */
 #include <dirent.h>
+#include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +44,9 @@ static void on_signal(int sig)
 		want_exit = 1;
 }
 
-static int watch(pid_t tid, uint64_t addr, int len)
+/* A watchpoint of thread TID (inherited by its new threads), or with
+ * TID -1 of every task on CPU. */
+static int watch(pid_t tid, int cpu, uint64_t addr, int len)
 {
 	struct perf_event_attr a;
 
@@ -51,14 +58,14 @@ static int watch(pid_t tid, uint64_t addr, int len)
 	a.bp_len = (uint64_t)len;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	a.inherit = 1;
-	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, 0);
+	a.inherit = tid >= 0;
+	return (int)syscall(SYS_perf_event_open, &a, tid, cpu, -1, 0);
 }
 
 static int self_test(void)
 {
 	long long seen = 0;
-	int fd = watch(0, (uintptr_t)&self_test_word, 8);
+	int fd = watch(0, -1, (uintptr_t)&self_test_word, 8);
 
 	if (fd < 0) {
 		perror("watcher: perf_event_open of a watchpoint");
@@ -88,7 +95,7 @@ static int hit_cost(void)
 {
 	const int n = 20000;
 	double plain = time_writes(n), watched;
-	int fd = watch(0, (uintptr_t)&self_test_word, 8);
+	int fd = watch(0, -1, (uintptr_t)&self_test_word, 8);
 
 	if (fd < 0) {
 		perror("watcher: perf_event_open of a watchpoint");
@@ -100,13 +107,39 @@ static int hit_cost(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The tasks (or with PER_CPU, the CPUs) to watch, for ADDRS: thread ids
+ * from /proc/PID/task, or CPU numbers 0..n-1. Their count, -1 on error. */
+static int watch_targets(const char *pid, bool per_cpu, int *ids, int max)
 {
-	static int fds[MAX_ADDRS][MAX_THREADS];
-	int n_fds[MAX_ADDRS] = { 0 }, n_addrs = argc - 2;
 	char task_dir[64];
 	struct dirent *d;
 	DIR *dir;
+	int n = 0;
+
+	if (per_cpu) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		for (int c = 0; c < cpus && n < max; c++)
+			ids[n++] = c;
+		return n;
+	}
+	snprintf(task_dir, sizeof(task_dir), "/proc/%s/task", pid);
+	if (!(dir = opendir(task_dir))) {
+		perror("watcher: the target's threads");
+		return -1;
+	}
+	while ((d = readdir(dir)) && n < max)
+		if (atoi(d->d_name) > 0)
+			ids[n++] = atoi(d->d_name);
+	closedir(dir);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static int fds[MAX_ADDRS][MAX_THREADS];
+	int ids[MAX_THREADS], n_ids, n_addrs = argc - 2;
+	bool per_cpu = argc > 1 && strcmp(argv[1], "--cpus") == 0;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc == 2 && strcmp(argv[1], "--self-test") == 0)
@@ -114,32 +147,24 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--hit-cost") == 0)
 		return hit_cost();
 	if (argc < 3 || n_addrs > MAX_ADDRS) {
-		fprintf(stderr, "usage: watcher PID ADDR[/LEN]... (at most %d) | --self-test | --hit-cost\n",
-			MAX_ADDRS);
+		fprintf(stderr, "usage: watcher PID|--cpus ADDR[/LEN]... (at most %d) | --self-test | "
+			"--hit-cost\n", MAX_ADDRS);
 		return 2;
 	}
-	snprintf(task_dir, sizeof(task_dir), "/proc/%s/task", argv[1]);
+	if ((n_ids = watch_targets(argv[1], per_cpu, ids, MAX_THREADS)) < 0)
+		return 1;
 	for (int i = 0; i < n_addrs; i++) {
 		char *slash = strchr(argv[2 + i], '/');
 		uint64_t addr = strtoull(argv[2 + i], NULL, 0);
 		int len = slash ? atoi(slash + 1) : 8;
 
-		if (!(dir = opendir(task_dir))) {
-			perror("watcher: the target's threads");
-			return 1;
-		}
-		while ((d = readdir(dir)) && n_fds[i] < MAX_THREADS) {
-			int tid = atoi(d->d_name), fd;
-
-			if (tid <= 0)
-				continue;
-			if ((fd = watch(tid, addr, len)) < 0) {
+		for (int j = 0; j < n_ids; j++) {
+			fds[i][j] = per_cpu ? watch(-1, ids[j], addr, len) : watch(ids[j], -1, addr, len);
+			if (fds[i][j] < 0 && !(per_cpu && errno == ENODEV)) {
 				perror("watcher: perf_event_open of a watchpoint");
 				return 1;
 			}
-			fds[i][n_fds[i]++] = fd;
 		}
-		closedir(dir);
 	}
 	signal(SIGUSR1, on_signal);
 	signal(SIGTERM, on_signal);
@@ -153,10 +178,11 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n_addrs; i++) {
 			long long total = 0, c;
 
-			for (int j = 0; j < n_fds[i]; j++) {
-				if (read(fds[i][j], &c, sizeof(c)) == sizeof(c))
+			for (int j = 0; j < n_ids; j++) {
+				if (fds[i][j] >= 0 && read(fds[i][j], &c, sizeof(c)) == sizeof(c))
 					total += c;
-				ioctl(fds[i][j], PERF_EVENT_IOC_RESET, 0);
+				if (fds[i][j] >= 0)
+					ioctl(fds[i][j], PERF_EVENT_IOC_RESET, 0);
 			}
 			printf(" %lld", total);
 		}
