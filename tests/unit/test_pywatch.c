@@ -89,19 +89,22 @@ static void a_refusal_names_its_cause(void **state)
  * in the 6.1 series from 6.1.55; x86 needs no step. */
 static void arm64_kernels_before_the_step_fix_are_refused(void **state)
 {
+	static const struct {
+		const char *machine, *release;
+		bool steps;
+	} kernels[] = {
+		{ "x86_64", "5.4.0", true }, { "aarch64", "6.6.0", true },
+		{ "aarch64", "6.6.87-toradex", true }, { "aarch64", "6.18.1", true },
+		{ "aarch64", "7.0", true }, { "aarch64", "6.1.55", true },
+		{ "aarch64", "6.1.192-1-arm64", true }, { "aarch64", "6.1.54", false },
+		{ "aarch64", "6.5.13", false }, { "aarch64", "6.2.0", false },
+		{ "aarch64", "5.19.17", false }, { "aarch64", "garbage", false },
+	};
+
 	(void)state;
-	assert_true(pywatch_kernel_steps_bpf_hits("x86_64", "5.4.0"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.6.0"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.6.87-toradex"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.18.1"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "7.0"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.55"));
-	assert_true(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.192-1-arm64"));
-	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.1.54"));
-	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.5.13"));
-	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "6.2.0"));
-	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "5.19.17"));
-	assert_false(pywatch_kernel_steps_bpf_hits("aarch64", "garbage"));
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		assert_int_equal(pywatch_kernel_steps_bpf_hits(kernels[i].machine, kernels[i].release),
+				 kernels[i].steps);
 }
 
 int main(void)
