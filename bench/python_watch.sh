@@ -71,7 +71,7 @@ TABLE
 
 # While no timed function runs, natively whether or not watchpoints fire
 # here (nothing would fire: the timed function never runs).
-armed_rounds=${BENCH_ARMED_ROUNDS:-5}
+armed_rounds=${BENCH_ARMED_ROUNDS:-7}
 echo "While no timed function runs: an asyncio program that sleeps and makes system calls"
 echo "(bench/watchpoints/idle_timed.py), its own CPU, median of $armed_rounds interleaved rounds on this machine"
 printf '  %-8s %-18s %8s %11s %8s %11s\n' python config "CPU s" "x untraced" "sys s" "x untraced"
