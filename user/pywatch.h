@@ -16,7 +16,6 @@
 #ifndef PMETRICS_PYWATCH_H
 #define PMETRICS_PYWATCH_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,17 +40,26 @@ struct pywatch {
 	struct bpf_links links; /* each owns its perf event */
 };
 
+/* 0 when the kernel moves a thread past a BPF-handled watchpoint hit (or
+ * that cannot be tested), else -ENOTSUP with a one-line reason in WHY:
+ * the hook must not run there, whatever else it is told. */
+int pywatch_step_check(char *why, size_t len);
+
 /* Whether this machine's hardware watchpoints fire: some virtual
- * machines accept them and never deliver a hit. 0, or -errno with a
- * one-line reason in WHY. */
+ * machines accept them and never deliver a hit; pywatch_step_check first.
+ * 0, or -errno with a one-line reason in WHY. */
 int pywatch_fire_check(char *why, size_t len);
 
-/* Whether a kernel RELEASE on MACHINE (uname's) moves a thread past the
- * access a watchpoint caught when the hit runs a BPF program. arm64
- * reports a watchpoint before the access and must step over it; until
- * Linux 6.6 (6.1.55 in the 6.1 series) it did so only for perf's own
- * handler, and the access trapped again forever. */
-bool pywatch_kernel_steps_bpf_hits(const char *machine, const char *release);
+/* Whether the kernel moves a thread past the access a watchpoint caught
+ * when the hit runs a BPF program: arm64 reports a watchpoint before the
+ * access and must step over it, and until Linux 6.6 (6.1.55 in the 6.1
+ * series) did so only for perf's own handler, so the access trapped
+ * again forever. A release number cannot tell (Debian's 6.1.0-57 is
+ * 6.1.192), so a child process watches a word of its own with an empty
+ * BPF program and writes it once, killed after 2 s. 1 when it got past,
+ * 0 when it trapped on, -errno when it could not be tested (no BPF, no
+ * watchpoints). */
+int pywatch_steps_past_bpf_hits(void);
 
 /* Why perf_event_open refused a watchpoint with ERR (an errno), and the
  * fix, in one line in WHY: no permission, every debug register held by

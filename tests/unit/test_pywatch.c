@@ -85,26 +85,20 @@ static void a_refusal_names_its_cause(void **state)
 	assert_int_equal(strlen(why), 15);
 }
 
-/* arm64 kernels step over a BPF-handled watchpoint hit from 6.6 on, and
- * in the 6.1 series from 6.1.55; x86 needs no step. */
-static void arm64_kernels_before_the_step_fix_are_refused(void **state)
+/* This kernel moves a thread past a BPF-handled watchpoint hit (x86
+ * reports after the access; where BPF or watchpoints are not to be had,
+ * as unprivileged or under qemu-user, the test cannot tell). */
+static void a_watched_write_gets_past_its_bpf_hit(void **state)
 {
-	static const struct {
-		const char *machine, *release;
-		bool steps;
-	} kernels[] = {
-		{ "x86_64", "5.4.0", true }, { "aarch64", "6.6.0", true },
-		{ "aarch64", "6.6.87-toradex", true }, { "aarch64", "6.18.1", true },
-		{ "aarch64", "7.0", true }, { "aarch64", "6.1.55", true },
-		{ "aarch64", "6.1.192-1-arm64", true }, { "aarch64", "6.1.54", false },
-		{ "aarch64", "6.5.13", false }, { "aarch64", "6.2.0", false },
-		{ "aarch64", "5.19.17", false }, { "aarch64", "garbage", false },
-	};
+	int rc = pywatch_steps_past_bpf_hits();
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
-		assert_int_equal(pywatch_kernel_steps_bpf_hits(kernels[i].machine, kernels[i].release),
-				 kernels[i].steps);
+	if (rc < 0) {
+		print_message("skipped: no BPF program or watchpoint to be had here (%s)\n",
+			      strerror(-rc));
+		skip();
+	}
+	assert_int_equal(rc, 1);
 }
 
 int main(void)
@@ -115,7 +109,7 @@ int main(void)
 		cmocka_unit_test(a_plain_function_has_no_first_step),
 		cmocka_unit_test(other_versions_have_none),
 		cmocka_unit_test(a_refusal_names_its_cause),
-		cmocka_unit_test(arm64_kernels_before_the_step_fix_are_refused),
+		cmocka_unit_test(a_watched_write_gets_past_its_bpf_hit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
