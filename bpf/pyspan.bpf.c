@@ -1043,6 +1043,15 @@ static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u64 *v, str
 	return 0;
 }
 
+/* Traced processes that exec'd since the watchpoints were set: another
+ * program lies at the watched addresses there. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} watch_execd SEC(".maps");
+
 SEC("perf_event")
 int py_watch(struct bpf_perf_event_data *ctx)
 {
@@ -1052,7 +1061,8 @@ int py_watch(struct bpf_perf_event_data *ctx)
 
 	/* the watchpoints are the CPU's: any task touching the address
 	 * traps (a forked child has the same addresses: followed or not) */
-	if (!traced_current() || !(w = bpf_map_lookup_elem(&watches, &addr)))
+	if (!traced_current() || bpf_map_lookup_elem(&watch_execd, &end.tgid) ||
+	    !(w = bpf_map_lookup_elem(&watches, &addr)))
 		return 0;
 	if (w->kind == PYSPAN_WATCH_FIRST_STEP)
 		watch_start(w, addr, now);
@@ -1076,22 +1086,29 @@ int BPF_PROG(py_watch_exit, struct task_struct *task)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = (__u32)(id >> 32);
 
-	if ((__u32)id == tgid)
+	if ((__u32)id == tgid) {
 		bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
+		bpf_map_delete_elem(&watch_execd, &tgid);
+	}
 	return 0;
 }
 
 /* A traced process runs a new program: what lies at the watched
- * addresses now is something else. Its coroutines still open will not
- * end, and its thread's cached frame lookup is of the old program. */
+ * addresses now is something else, so its hits are dropped from here on
+ * (a child it forks later is not told apart: its hits reach watch_start,
+ * which finds no frame of the watched code there). Its coroutines still
+ * open will not end, and its thread's cached frame lookup is of the old
+ * program. */
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(py_watch_exec)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = (__u32)(id >> 32);
+	__u8 yes = 1;
 
 	if (!traced(tgid))
 		return 0;
+	bpf_map_update_elem(&watch_execd, &tgid, &yes, BPF_ANY);
 	bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
 	bpf_map_delete_elem(&watch_threads, &id);
 	return 0;
