@@ -192,6 +192,21 @@ elif [ $SPANS_OK = 1 ]; then
 		t_pass
 		py_spans "python: --pid: exact rows, each holding the function's own timing" 1 "$PM_ERR"
 	else t_fail "did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 3)"; kill $target; fi
+	# The watch hook on arm64: watchpoints per CPU, each hit running BPF,
+	# which the kernel must step the thread past (Linux 6.6, 6.1.55: all
+	# the kernels booted here are 6.1 releases after it; the emulated
+	# Cortex-A53 fires watchpoints).
+	t_begin "pmetrics check: Python watch hook ok"
+	if [ "$(cap 'Python watch hook')" = ok ]; then t_pass; else t_fail "$(cap 'Python watch hook')"; fi
+	t_begin "python: --pid, --python-hook watch, attached to a running interpreter"
+	out=$(fresh_dir); refs=$(fresh_dir); go="$T_TMP/go-watch.py"; rm -f "$go"
+	PMTEST_REFS="$refs" "$PY" /robot/py/scenario.py wait-for "$go" timed >"$T_TMP/py.out" 2>&1 & target=$!
+	i=0; while [ $i -lt 600 ] && ! grep -q waiting "$T_TMP/py.out"; do sleep 0.1; i=$((i + 1)); done
+	if pm_start -o "$out" --python-hook watch $PY_PROBES --pid $target; then
+		touch "$go"; wait $target; pm_wait
+		t_pass
+		py_spans "python: --pid, watch hook: exact rows, each holding the function's own timing" 1 "$PM_ERR"
+	else t_fail "did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 3)"; kill $target; fi
 else
 	out=$(fresh_dir)
 	expect_error "python: spans refused in one line naming the kernel options" 1 \
