@@ -92,8 +92,8 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what);
 /* Attaches PROG where its SEC() says (tracepoints, iterators). */
 int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what);
 void bpf_links_destroy(struct bpf_links *l);
-/* Perf events and links hold a descriptor each, per thread of a target
- * with many: the soft limit raised to the hard one. */
+/* Perf events and links hold a descriptor each, per CPU or per thread of
+ * a target with many: the soft limit raised to the hard one. */
 void bpf_loader_raise_fd_limit(void);
 
 /* Multi-uprobe links (Linux 6.6): every offset of one program in one

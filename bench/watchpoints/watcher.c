@@ -117,7 +117,7 @@ static int watch_targets(const char *pid, bool per_cpu, int *ids, int max)
 	int n = 0;
 
 	if (per_cpu) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		long cpus = sysconf(_SC_NPROCESSORS_CONF); /* offline ones: ENODEV, skipped */
 
 		for (int c = 0; c < cpus && n < max; c++)
 			ids[n++] = c;

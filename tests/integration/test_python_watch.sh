@@ -100,9 +100,9 @@ check_preset() {
 }
 
 # check_children TAG PY [--no-children]: pmtest.timed in a subprocess -m
-# child, a spawn child (both exec a new interpreter: not watched) and a
-# fork child (inherits the watchpoints): the fork child's rows only, or
-# none without children.
+# child, a spawn child (both exec a new interpreter: not timed) and a
+# fork child (the same addresses, under the same per-CPU watchpoints):
+# the fork child's rows only, or none without children.
 check_children() {
 	local tag="$1" py="$2" out go="$T_TMP/go.$1" nest=6 step=11; shift 2
 	out=$(fresh_dir)
