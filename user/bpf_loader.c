@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The BPF object life cycle; see bpf_loader.h. */
 #include "bpf_loader.h"
+#include "test_setting.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -162,13 +163,11 @@ static int check_btf_file(const char *path)
 
 int bpf_loader_init(const struct bpf_loader_settings *s)
 {
-	const char *test = getenv("PMETRICS_TEST_NO_BTF");
-
 	libbpf_set_print(s->verbose ? libbpf_log : NULL);
 	open_opts.btf_custom_path = s->btf_path;
 	if (s->btf_path && check_btf_file(s->btf_path))
 		return -1;
-	if ((!test || strcmp(test, "1") != 0) && access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+	if (!test_setting_on("PMETRICS_TEST_NO_BTF") && access("/sys/kernel/btf/vmlinux", R_OK) == 0)
 		kernel_btf = KERNEL_BTF_OWN;
 	else
 		kernel_btf = s->btf_path ? KERNEL_BTF_FILE : KERNEL_BTF_NONE;
@@ -285,6 +284,17 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what)
 	}
 	l->links[l->n++] = link;
 	return 0;
+}
+
+int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const char *name)
+{
+	const struct bpf_insn empty[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)attach_type);
+
+	return bpf_prog_load(type, name, "GPL", empty, 2, &opts);
 }
 
 void bpf_loader_raise_fd_limit(void)

@@ -92,6 +92,11 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what);
 /* Attaches PROG where its SEC() says (tracepoints, iterators). */
 int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what);
 void bpf_links_destroy(struct bpf_links *l);
+/* Loads a BPF program of TYPE (and expected ATTACH_TYPE, 0 for none)
+ * that returns 0 and does nothing else, named NAME (NULL: none): what
+ * pmetrics asks the kernel with when it tests what it allows. Its fd, or
+ * -errno. */
+int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const char *name);
 /* Perf events and links hold a descriptor each, per CPU or per thread of
  * a target with many: the soft limit raised to the hard one. */
 void bpf_loader_raise_fd_limit(void);

@@ -4,6 +4,7 @@
 #include "bpf_loader.h"
 #include "pywatch.h"
 #include "span_engine.h"
+#include "test_setting.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -120,11 +121,7 @@ static bool in_initial_user_namespace(void)
  * (EPERM: not privileged where it counts). */
 static int try_bpf_syscall(void)
 {
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, NULL, "GPL", insns, 2, NULL);
+	int fd = bpf_loader_empty_program(BPF_PROG_TYPE_SOCKET_FILTER, 0, NULL);
 
 	if (fd >= 0) {
 		close(fd);
@@ -244,24 +241,10 @@ void kernel_check_release(void)
 	teardown.running = false;
 }
 
-/* Is a test asking to behave as a kernel without this? */
-static bool said_no(const char *test_variable)
-{
-	const char *v = getenv(test_variable);
-
-	return v && strcmp(v, "1") == 0;
-}
-
 /* An empty program for multi-uprobe links of attach type TYPE. */
 static int empty_multi_program(int type)
 {
-	const struct bpf_insn empty[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)type);
-
-	return bpf_prog_load(BPF_PROG_TYPE_KPROBE, "pm_multi_test", "GPL", empty, 2, &opts);
+	return bpf_loader_empty_program(BPF_PROG_TYPE_KPROBE, type, "pm_multi_test");
 }
 
 /* Multi-uprobe links that filter by process. Asked of the kernel without
@@ -275,7 +258,7 @@ static int try_uprobe_multi(void)
 	const __u64 offset = 0;
 	int prog, ok;
 
-	if (said_no("PMETRICS_TEST_NO_UPROBE_MULTI") || (prog = empty_multi_program(48)) < 0)
+	if (test_setting_on("PMETRICS_TEST_NO_UPROBE_MULTI") || (prog = empty_multi_program(48)) < 0)
 		return 0;
 	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_ENTRY, 0) == -EBADF &&
 	     bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_ENTRY, (__u32)-1) == -EINVAL;
@@ -290,7 +273,7 @@ static int try_uprobe_session(void)
 	const __u64 offset = 0;
 	int prog, ok;
 
-	if (said_no("PMETRICS_TEST_NO_UPROBE_SESSION") || (prog = empty_multi_program(57)) < 0)
+	if (test_setting_on("PMETRICS_TEST_NO_UPROBE_SESSION") || (prog = empty_multi_program(57)) < 0)
 		return 0;
 	ok = bpf_uprobe_multi_link(prog, "/", &offset, 1, UPROBE_SESSION, 0) == -EBADF;
 	close(prog);
@@ -368,7 +351,7 @@ static int try_perf_event_program(void)
 
 static int try_bpf_loop(void)
 {
-	if (said_no("PMETRICS_TEST_NO_BPF_LOOP"))
+	if (test_setting_on("PMETRICS_TEST_NO_BPF_LOOP"))
 		return 0;
 	return probed(libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL));
 }
@@ -630,7 +613,6 @@ static void no_perf_event_bpf_why(const struct kernel_facts *f, char *why, size_
  * perf_event_open alone, if the kernel has perf events at all. */
 static void sampling_report(const struct kernel_facts *f, struct capability_report *r)
 {
-	const char *test = getenv("PMETRICS_TEST_PERF_FALLBACK");
 	char why[600] = "";
 
 	if (f->perf_events != 1) {
@@ -642,7 +624,7 @@ static void sampling_report(const struct kernel_facts *f, struct capability_repo
 				 f->perf_events < 0 ? strerror(-f->perf_events) : "not supported");
 		return set(r, CAPABILITY_MISSING, why);
 	}
-	if (test && strcmp(test, "1") == 0) {
+	if (test_setting_on("PMETRICS_TEST_PERF_FALLBACK")) {
 		snprintf(why, sizeof(why), "PMETRICS_TEST_PERF_FALLBACK=1");
 	} else if (!f->initial_pidns) {
 		/* its events carry the numbers of the namespace that opened them */

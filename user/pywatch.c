@@ -2,7 +2,6 @@
 /* The watchpoint hook of Python spans; see pywatch.h. */
 #include "pywatch.h"
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
@@ -66,17 +65,6 @@ void pywatch_refusal(int err, char *why, size_t len)
 			 "CONFIG_HAVE_HW_BREAKPOINT): use --python-hook coroutines", strerror(err));
 }
 
-/* A BPF program for perf events that does nothing: r0 = 0; exit. */
-static int empty_perf_program(void)
-{
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-
-	return bpf_prog_load(BPF_PROG_TYPE_PERF_EVENT, "pm_step_test", "GPL", insns, 2, NULL);
-}
-
 static volatile uint64_t step_test_word;
 
 /* The child of the step test: one write to a word it watches with PROG
@@ -94,7 +82,8 @@ static void step_test_child(int prog)
 
 int pywatch_steps_past_bpf_hits(void)
 {
-	int prog = empty_perf_program(), status = 0, rc = -ETIMEDOUT;
+	int prog = bpf_loader_empty_program(BPF_PROG_TYPE_PERF_EVENT, 0, "pm_step_test");
+	int status = 0, rc = -ETIMEDOUT;
 	pid_t child;
 
 	if (prog < 0)
