@@ -20,6 +20,7 @@
 #include "elf_symbols.h"
 #include "percpu_counter.h"
 #include "span_engine.h"
+#include "test_setting.h"
 #include "pyspan.skel.h"
 #include "pyspan_nobtf.skel.h"
 
@@ -582,9 +583,7 @@ static int check_hooks(const struct pyspan *p, const struct pyspan_target *t)
  * kernel must still step past a hit. */
 static int watchpoints_fire(char *err, size_t len)
 {
-	const char *test = getenv("PMETRICS_TEST_WATCH_UNFIRED");
-
-	if (test && strcmp(test, "1") == 0)
+	if (test_setting_on("PMETRICS_TEST_WATCH_UNFIRED"))
 		return pywatch_step_check(err, len);
 	return pywatch_fire_check(err, len);
 }

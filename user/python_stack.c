@@ -19,6 +19,7 @@
 #include "library_resolver.h"
 #include "python_elf.h"
 #include "symbolizer.h"
+#include "test_setting.h"
 #include "whole_file.h"
 
 /* Set once process_vm_readv() is known missing (ENOSYS: a kernel built
@@ -81,9 +82,7 @@ int python_read_memory(pid_t pid, void *dst, size_t size, uint64_t addr)
 	if (!size)
 		return 0;
 	if (cma < 0) {
-		const char *no = getenv("PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH");
-
-		cma = !(no && strcmp(no, "1") == 0);
+		cma = !test_setting_on("PMETRICS_TEST_NO_CROSS_MEMORY_ATTACH");
 		__atomic_store_n(&cross_memory_attach, cma, __ATOMIC_RELAXED);
 	}
 	if (cma) {
