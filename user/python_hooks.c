@@ -42,7 +42,7 @@ static const enum hook_source table_source[N_TABLES] = { HOOK_SYMTAB, HOOK_DEBUG
 enum sym_id {
 	S_EVAL, S_VECTORCALL, S_AM_SEND, S_PYGEN_SEND, S_ITER_SEND, S_GEN_SEND, S_GEN_THROW,
 	S_GEN_CLOSE, S_GEN_DEALLOC, S_GEN_ITERNEXT, S_MAKE_CORO, S_FETCH_STOP, S_CORO_TYPE,
-	S_GEN_TYPE, S_OPCODE_TARGETS, N_SYMS
+	S_GEN_TYPE, S_OPCODE_TARGETS, S_EVAL_CODE, N_SYMS
 };
 
 static const struct {
@@ -65,6 +65,7 @@ static const struct {
 	[S_GEN_TYPE] = { "PyGen_Type", STT_OBJECT },
 	/* a function's static: "opcode_targets.N" */
 	[S_OPCODE_TARGETS] = { "opcode_targets", STT_OBJECT },
+	[S_EVAL_CODE] = { "PyEval_EvalCode", STT_FUNC },
 };
 
 /* A symbol in one table: state 0 absent, 1 local, 2 global, -1 two
@@ -675,6 +676,9 @@ static void find_points(struct search *s, struct python_hooks *out)
 		not_in_version(&out->iter_send, "PyIter_Send", 10);
 	else if (from_symbol(s, &out->iter_send, S_ITER_SEND))
 		missing(s, &out->iter_send);
+	/* exported by every build: a module's body runs through it */
+	if (from_symbol(s, &out->eval_code, S_EVAL_CODE))
+		missing(s, &out->eval_code);
 	find_coroutine_points(s, out);
 	find_make_coro(s, out);
 	/* exported by every build; 3.12+ end a coroutine at its deallocation

@@ -39,7 +39,8 @@ struct python_hooks {
 		gen_dealloc,                  /* PyCoro_Type.tp_dealloc */
 		gen_iternext,                 /* PyGen_Type.tp_iternext */
 		make_coro,                    /* _Py_MakeCoro, 3.11+ */
-		fetch_stop_value;             /* _PyGen_FetchStopIterationValue, to 3.11 */
+		fetch_stop_value,             /* _PyGen_FetchStopIterationValue, to 3.11 */
+		eval_code;                    /* PyEval_EvalCode: a module's body */
 	uint64_t opcode_table; /* vaddr of opcode_targets, 0 when not found */
 	bool stripped;         /* no .symtab */
 	bool has_debugdata;    /* .gnu_debugdata present */

@@ -159,7 +159,7 @@ static uint64_t ref_size(const struct refs *r, const char *name)
 #define WANTED_NAMES                                                                           \
 	"(_PyEval_EvalFrameDefault|_PyFunction_Vectorcall|PyGen_am_send|_PyGen_Send|"          \
 	"PyIter_Send|gen_send|gen_throw|gen_close|gen_dealloc|gen_iternext|_Py_MakeCoro|"      \
-	"_PyGen_FetchStopIterationValue|make_gen|helper)"                                      \
+	"_PyGen_FetchStopIterationValue|PyEval_EvalCode|make_gen|helper)"                      \
 	"(\\.lto_priv\\.[0-9]+)?|opcode_targets(\\.[0-9]+)?"
 
 /* Which hook point is which function, and where a stripped file keeps
@@ -189,6 +189,7 @@ static int expectations(int minor, struct expect *e)
 		{ POINT(make_coro), minor >= 11 ? "_Py_MakeCoro" : NULL, HOOK_OPCODE_CALL },
 		{ POINT(fetch_stop_value), minor <= 11 ? "_PyGen_FetchStopIterationValue" : NULL,
 		  HOOK_MISSING },
+		{ POINT(eval_code), "PyEval_EvalCode", HOOK_MISSING },
 	};
 
 	memcpy(e, all, sizeof(all));
