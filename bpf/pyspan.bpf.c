@@ -929,12 +929,13 @@ HOOK_PROGRAMS(py_call, call_entry, call_exit)
  *   coroutines of the process that have finished end.
  * Nothing else traps: untimed code never touches these addresses. */
 
-/* The watched process's interpreter (its forked children share it). A
- * map, not read-only data: the walk takes its fields through pointers,
- * through which the compiler would fold a constant global to zeros. */
+/* The interpreter of each watched program, by image (its forked
+ * children share it). A map, not read-only data: the walk takes its
+ * fields through pointers, through which the compiler would fold a
+ * constant global to zeros. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, PYSPAN_WATCH_IMAGES);
 	__type(key, __u32);
 	__type(value, struct py_proc);
 } watch_proc SEC(".maps");
@@ -945,6 +946,43 @@ struct {
 	__type(key, __u64); /* the watched address */
 	__type(value, struct pyspan_watch);
 } watches SEC(".maps");
+
+/* Which program each traced process runs, as far as the hook knows. A
+ * process that exec'd is dropped: another program lies at the watched
+ * addresses there. LRU: an exit never seen must not fill it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct pyspan_watch_proc);
+} watch_images SEC(".maps");
+
+/* A task forked by a process in watch_images, by its task_struct
+ * address (its tgid cannot be read at fork without the kernel's BTF):
+ * it takes its parent's entry at its first hit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct pyspan_watch_proc);
+} watch_children SEC(".maps");
+
+/* What the current process (TGID) is to the hook, NULL when unknown. */
+static __always_inline struct pyspan_watch_proc *watch_proc_of(__u32 tgid)
+{
+	struct pyspan_watch_proc *w = bpf_map_lookup_elem(&watch_images, &tgid);
+	__u64 task;
+
+	if (w)
+		return w;
+	task = bpf_get_current_task();
+	w = bpf_map_lookup_elem(&watch_children, &task);
+	if (!w)
+		return NULL;
+	bpf_map_update_elem(&watch_images, &tgid, w, BPF_NOEXIST);
+	bpf_map_delete_elem(&watch_children, &task);
+	return bpf_map_lookup_elem(&watch_images, &tgid);
+}
 
 /* The coroutines the watchpoints opened, to look at when one may have
  * ended: few at once (each is a timed call in progress), each with when
@@ -977,13 +1015,13 @@ static long watch_find_step(__u32 i, void *ctx)
 	return py_find_step(NULL, ctx);
 }
 
-/* The current thread's innermost Python frame, 0 when unknown; *OUT
- * its process's interpreter. */
-static __always_inline __u64 watch_current_frame(const struct py_proc **out)
+/* The current thread's innermost Python frame in a process of program
+ * IMAGE, 0 when unknown; *OUT its interpreter. */
+static __always_inline __u64 watch_current_frame(__u32 image, const struct py_proc **out)
 {
 	__u64 id = bpf_get_current_pid_tgid(), frame = 0;
 	__u32 zero = 0;
-	const struct py_proc *p = bpf_map_lookup_elem(&watch_proc, &zero);
+	const struct py_proc *p = bpf_map_lookup_elem(&watch_proc, &image);
 	struct py_thread_cache *cached = bpf_map_lookup_elem(&watch_threads, &id);
 	__u8 *buf = bpf_map_lookup_elem(&watch_scratch, &zero);
 	struct py_thread_cache fresh;
@@ -1011,7 +1049,7 @@ static __always_inline __u64 watch_current_frame(const struct py_proc **out)
 static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr, __u64 now)
 {
 	const struct py_proc *p = NULL;
-	__u64 frame = watch_current_frame(&p), gen;
+	__u64 frame = watch_current_frame(w->image, &p), gen;
 	struct coro_key k;
 
 	if (!frame || !p || read_ptr(frame + layout.frame_code) != w->code ||
@@ -1043,26 +1081,19 @@ static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u64 *v, str
 	return 0;
 }
 
-/* Traced processes that exec'd since the watchpoints were set: another
- * program lies at the watched addresses there. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32); /* tgid */
-	__type(value, __u8);
-} watch_execd SEC(".maps");
-
 SEC("perf_event")
 int py_watch(struct bpf_perf_event_data *ctx)
 {
 	__u64 addr = ctx->addr, now = bpf_ktime_get_ns();
 	struct watch_end end = { now, (__u32)(bpf_get_current_pid_tgid() >> 32), 0 };
+	struct pyspan_watch_proc *proc;
 	struct pyspan_watch *w;
 
 	/* the watchpoints are the CPU's: any task touching the address
-	 * traps (a forked child has the same addresses: followed or not) */
-	if (!traced_current() || bpf_map_lookup_elem(&watch_execd, &end.tgid) ||
-	    !(w = bpf_map_lookup_elem(&watches, &addr)))
+	 * traps; only a traced process running the program whose address
+	 * it is counts */
+	if (!traced_current() || !(proc = watch_proc_of(end.tgid)) ||
+	    !(w = bpf_map_lookup_elem(&watches, &addr)) || w->image != proc->image)
 		return 0;
 	if (w->kind == PYSPAN_WATCH_FIRST_STEP)
 		watch_start(w, addr, now);
@@ -1078,39 +1109,169 @@ static long watch_forget_one(struct bpf_map *map, struct coro_key *k, __u64 *v, 
 	return 0;
 }
 
+/* A task of a process the hook knows forks: the child runs the same
+ * program at the same addresses (a new thread needs nothing: same
+ * tgid). */
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(py_watch_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pyspan_watch_proc *w = bpf_map_lookup_elem(&watch_images, &tgid);
+	__u64 key = (__u64)child;
+
+	if (w)
+		bpf_map_update_elem(&watch_children, &key, w, BPF_ANY);
+	return 0;
+}
+
 /* A process's main thread ends: its coroutines still open will not end
  * (they are counted as open at exit by the engine's table). */
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(py_watch_exit, struct task_struct *task)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), key = bpf_get_current_task();
 	__u32 tgid = (__u32)(id >> 32);
 
+	bpf_map_delete_elem(&watch_children, &key);
 	if ((__u32)id == tgid) {
 		bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
-		bpf_map_delete_elem(&watch_execd, &tgid);
+		bpf_map_delete_elem(&watch_images, &tgid);
 	}
 	return 0;
 }
 
 /* A traced process runs a new program: what lies at the watched
- * addresses now is something else, so its hits are dropped from here on
- * (a child it forks later is not told apart: its hits reach watch_start,
- * which finds no frame of the watched code there). Its coroutines still
+ * addresses now is something else, so it is no longer any image's; its
+ * timed modules are looked for afresh as they run. Its coroutines still
  * open will not end, and its thread's cached frame lookup is of the old
  * program. */
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(py_watch_exec)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), task = bpf_get_current_task();
 	__u32 tgid = (__u32)(id >> 32);
-	__u8 yes = 1;
 
 	if (!traced(tgid))
 		return 0;
-	bpf_map_update_elem(&watch_execd, &tgid, &yes, BPF_ANY);
+	/* a child that execs before its first hit has its parent's entry
+	 * waiting too */
+	bpf_map_delete_elem(&watch_children, &task);
+	bpf_map_delete_elem(&watch_images, &tgid);
 	bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
 	bpf_map_delete_elem(&watch_threads, &id);
+	return 0;
+}
+
+/* ---- arming the watchpoints of a program as its modules run ------------ */
+
+/* A timed function is looked for in a process when its module's body
+ * has run there (PyEval_EvalCode, which every import and the main
+ * module go through, returns): the function object exists then and
+ * nothing has called it yet, unless the module is the program's main
+ * one, whose body runs the program. The process is stopped at that
+ * return (SIGSTOP), user space finds the function and watches it, and
+ * lets the process go on (SIGCONT): no call is missed. Only the modules
+ * of probes not yet watched there stop it, each once per program. */
+#define PYSPAN_SIGSTOP 19 /* the same on x86-64 and arm64 */
+
+/* A module run that will stop its process at its return: by thread and
+ * the stack pointer at its entry (an import inside a module's body runs
+ * another module in the same thread); the probes it holds. */
+struct module_run_key {
+	__u64 sp;
+	__u32 tid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct module_run_key);
+	__type(value, __u32);
+} module_runs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} watch_requests SEC(".maps");
+
+/* Processes stopped for a request not yet answered: what user space lets
+ * go on when it closes, whatever happened to the request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);  /* tgid in the loader's PID namespace */
+	__type(value, __u8);
+} watch_stopped SEC(".maps");
+
+/* The probes among WANT whose module file the code object CODE (a
+ * module's body) was compiled from. */
+static __always_inline __u32 module_probes(__u64 code, __u32 want)
+{
+	__u32 zero = 0, state = 0, mask = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch_buf, &zero);
+	__u64 fname = read_ptr(code + layout.code_filename), flen = 0;
+
+	if (!s || !fname ||
+	    bpf_probe_read_user(&flen, sizeof(flen), (void *)(fname + layout.unicode_length)) ||
+	    bpf_probe_read_user(&state, sizeof(state), (void *)(fname + layout.unicode_state)) ||
+	    (state & 0x60) != 0x60)
+		return 0;
+#pragma unroll
+	for (__u32 i = 0; i < PYSPAN_MAX_PROBES; i++) {
+		if (i >= n_probes)
+			break;
+		if (!(want & (1u << i)))
+			continue;
+		if (tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want) == 1 ||
+		    tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want) == 1)
+			mask |= 1u << i;
+	}
+	return mask;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(py_module_run, __u64 code)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct module_run_key k = { PT_REGS_SP(ctx), (__u32)id, 0 };
+	struct pyspan_watch_proc *w;
+	__u32 all = n_probes >= 32 ? ~0u : (1u << n_probes) - 1, mask;
+
+	if (!code || !traced_current())
+		return 0;
+	w = watch_proc_of((__u32)(id >> 32));
+	mask = module_probes(code, all & ~(w ? w->found : 0));
+	if (mask)
+		bpf_map_update_elem(&module_runs, &k, &mask, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(py_module_ran)
+{
+	struct module_run_key k = { entry_sp_of_return(ctx), (__u32)bpf_get_current_pid_tgid(), 0 };
+	__u32 *mask = bpf_map_lookup_elem(&module_runs, &k);
+	struct pyspan_watch_request *r;
+	__u32 tgid;
+	__u8 yes = 1;
+
+	if (!mask)
+		return 0;
+	r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
+	if (r) {
+		/* a map key from the stack: kernels before 6.2 refuse one in
+		 * ring buffer memory */
+		tgid = (__u32)(loader_pid_tgid() >> 32);
+		r->tgid = tgid;
+		r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+		r->probes = *mask;
+		r->pad = 0;
+		bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
+		bpf_ringbuf_submit(r, 0);
+		bpf_send_signal(PYSPAN_SIGSTOP);
+	}
+	bpf_map_delete_elem(&module_runs, &k);
 	return 0;
 }
 

@@ -39,11 +39,37 @@ enum pyspan_watch_kind {
 	PYSPAN_WATCH_REFS,       /* a reference count each frame of the code takes and drops */
 };
 
+/* Programs the watch hook arms at once: a program as one process
+ * exec'd it (the attached one, a launched command, an exec'd child),
+ * shared by the children it forks, which have its addresses. */
+#define PYSPAN_WATCH_IMAGES 8
+/* No image yet: nothing of the process is watched. */
+#define PYSPAN_WATCH_NO_IMAGE 0xffffffffu
+
 /* What a watched address is (the watches map, keyed by the address). */
 struct pyspan_watch {
 	__u64 code;  /* the timed function's code object */
 	__u32 idx;   /* its probe's index */
 	__u32 kind;  /* enum pyspan_watch_kind */
+	__u32 image; /* the program whose address it is */
+	__u32 pad;
+};
+
+/* What the watch hook knows of a process (the watch_images map, keyed by
+ * its tgid; a forked child gets its parent's). */
+struct pyspan_watch_proc {
+	__u32 image; /* its program's watched points, PYSPAN_WATCH_NO_IMAGE */
+	__u32 found; /* the probes whose functions were looked for there, a bit each */
+};
+
+/* A traced process ran the module of a probe not yet watched there and
+ * was stopped (SIGSTOP) as the module's body returned: user space finds
+ * the functions, watches them, and lets it go on (SIGCONT). */
+struct pyspan_watch_request {
+	__u32 tgid;        /* in the loader's PID namespace */
+	__u32 kernel_tgid; /* the watch_images key */
+	__u32 probes;      /* the probes of that module, a bit each */
+	__u32 pad;
 };
 
 /* gi_frame_state at and above which a 3.11+ coroutine has finished. */

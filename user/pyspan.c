@@ -28,9 +28,11 @@
 #include <bpf/libbpf.h>
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WHAT "the Python span tracer"
@@ -54,10 +56,15 @@ struct pyspan {
 	struct py_probe probes[PYSPAN_MAX_PROBES];
 	pid_t checked[CHECKED_MAX];
 	int n_checked;
-	/* --python-hook watch: watchpoints instead of uprobes */
+	/* --python-hook watch: watchpoints instead of uprobes, on each
+	 * program (as a process exec'd it) the timed functions were found in */
 	bool watching;
-	struct python_proc proc;
-	struct pywatch watch;
+	struct watch_image {
+		bool used;
+		pid_t pid; /* where it was found; its forked children share it */
+		struct python_proc proc;
+		struct pywatch watch;
+	} images[PYSPAN_WATCH_IMAGES];
 };
 
 /* Offsets read from each version's headers (Include/cpython/funcobject.h,
@@ -403,28 +410,30 @@ static int set_config(struct pyspan *p, const struct pyspan_layout *layout)
 
 static int own_map_fd(const struct pyspan *p, const char *name);
 
-/* What each watched address is, for py_watch; then the watchpoints. */
-static int attach_watches(struct pyspan *p)
+/* The watch hook's programs besides the watchpoints: where a process
+ * forks, execs and ends, and where a module's body runs (a timed
+ * function is looked for in a process once its module has run there). */
+static int attach_watch_tracking(struct pyspan *p)
 {
-	int fd = own_map_fd(p, "watches");
-	__u32 zero = 0;
-
-	if (bpf_map_update_elem(own_map_fd(p, "watch_proc"), &zero, &p->proc.walk, BPF_ANY))
-		return -errno;
-	for (int i = 0; i < p->watch.n_points; i++) {
-		const struct pywatch_point *w = &p->watch.points[i];
-		struct pyspan_watch v = { w->code, w->idx, w->kind };
-		__u64 addr = w->addr;
-
-		if (bpf_map_update_elem(fd, &addr, &v, BPF_ANY))
-			return -errno;
-	}
 	if (bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_watch_exit"),
 			     "the watchpoint hook's process-exit tracepoint") ||
 	    bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_watch_exec"),
-			     "the watchpoint hook's exec tracepoint"))
+			     "the watchpoint hook's exec tracepoint") ||
+	    bpf_links_attach(&p->links, bpf_loader_program(p->obj, "py_watch_fork"),
+			     "the watchpoint hook's fork tracepoint"))
 		return -EINVAL;
-	return pywatch_attach(&p->watch, bpf_loader_program(p->obj, "py_watch"));
+	if (attach_point(p, "py_module_run", UPROBE_ENTRY, "PyEval_EvalCode",
+			 p->hooks.eval_code.offset) ||
+	    attach_point(p, "py_module_ran", UPROBE_RETURN, "PyEval_EvalCode",
+			 p->hooks.eval_code.offset) ||
+	    bpf_links_commit(&p->links, p->interp.path, p->attach_pid, WHAT))
+		return -EINVAL;
+	if (p->verbose)
+		fprintf(stderr, "pmetrics: Python hook PyEval_EvalCode at file offset 0x%llx (%s: %s): "
+			"a module's body run: its timed functions are watched\n",
+			(unsigned long long)p->hooks.eval_code.offset,
+			hook_source_name(p->hooks.eval_code.source), p->hooks.eval_code.detail);
+	return 0;
 }
 
 /* The set of traced processes is the native tracer's: its maps, shared. */
@@ -471,9 +480,14 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 	set_autoload(p, "py_watch", p->watching);
 	set_autoload(p, "py_watch_exit", p->watching);
 	set_autoload(p, "py_watch_exec", p->watching);
+	set_autoload(p, "py_watch_fork", p->watching);
+	set_autoload(p, "py_module_run", p->watching);
+	set_autoload(p, "py_module_ran", p->watching);
 	rc = share_traced_set(p, t->traced_set);
 	return rc ? rc : span_engine_configure(p->obj, config, &engine, WHAT);
 }
+
+static int watch_target(struct pyspan *p, const struct pyspan_target *t);
 
 static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 			   const struct pyspan_layout *layout)
@@ -486,10 +500,13 @@ static int load_and_attach(struct pyspan *p, const struct pyspan_target *t,
 	bpf_loader_prepare_uprobes(p->obj);
 	if ((rc = configure(p, t, layout)) || (rc = bpf_loader_load(p->obj, WHAT)))
 		return rc;
-	if (p->watching)
-		rc = attach_watches(p);
-	else if (!(rc = attach_hooks(p)))
+	if (p->watching) {
+		rc = attach_watch_tracking(p);
+		if (!rc && !t->launched)
+			rc = watch_target(p, t);
+	} else if (!(rc = attach_hooks(p))) {
 		rc = bpf_links_commit(&p->links, p->interp.path, p->attach_pid, WHAT);
+	}
 	if (rc)
 		return rc;
 	if ((rc = span_engine_attach(p->obj, &p->links)))
@@ -588,31 +605,272 @@ static int watchpoints_fire(char *err, size_t len)
 	return pywatch_fire_check(err, len);
 }
 
-/* The watchpoint hook: the target's interpreter and each timed
- * function's code object, or a one-line error. */
-static int find_watches(struct pyspan *p, const struct pyspan_target *t)
+/* The watchpoint hook can run here with this interpreter, or a one-line
+ * error. */
+static int check_watches(const struct pyspan *p)
 {
 	char err[512] = "";
 	int rc;
 
 	if ((rc = watchpoints_fire(err, sizeof(err))) ||
-	    (rc = python_proc_find(t->pid, &p->proc, err, sizeof(err))) ||
-	    (rc = pywatch_find(&p->watch, &p->proc, p->probes, p->n_probes, err, sizeof(err)))) {
-		if (rc == -ENOENT && !err[0])
-			snprintf(err, sizeof(err), "process %d runs no CPython", (int)t->pid);
+	    (rc = pywatch_version_check(p->interp.major, p->interp.minor, p->interp.name, err,
+					sizeof(err)))) {
 		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
 		return rc;
 	}
-	if (t->verbose)
-		for (int i = 0; i < p->watch.n_points; i++)
-			fprintf(stderr, "pmetrics: watching %#llx (%s of py:%s:%s, code object %#llx)\n",
-				(unsigned long long)p->watch.points[i].addr,
-				p->watch.points[i].kind == PYSPAN_WATCH_FIRST_STEP ? "first step"
-										    : "references",
-				p->probes[p->watch.points[i].idx].module,
-				p->probes[p->watch.points[i].idx].qualname,
-				(unsigned long long)p->watch.points[i].code);
+	if (!p->hooks.eval_code.vaddr) {
+		fprintf(stderr, "pmetrics: --python-hook watch: %s (Python %d.%d) has no "
+			"PyEval_EvalCode (%s), where pmetrics sees a module run: use --python-hook "
+			"coroutines\n", p->interp.name, p->interp.major, p->interp.minor,
+			p->hooks.eval_code.detail);
+		return -ENOENT;
+	}
 	return 0;
+}
+
+/* ---- the watch hook's programs ------------------------------------------------ */
+
+static int points_in_use(const struct pyspan *p)
+{
+	int n = 0;
+
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		n += p->images[i].used ? p->images[i].watch.n_points : 0;
+	return n;
+}
+
+/* The points of program SLOT from FIRST on: one another program
+ * watches already (its process may have the same layout) cannot be
+ * told apart. */
+static int check_clashes(const struct pyspan *p, int slot, int first, char *err, size_t len)
+{
+	const struct pywatch *w = &p->images[slot].watch;
+
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
+			for (int k = first; k < w->n_points; k++)
+				if (p->images[i].watch.points[j].addr == w->points[k].addr) {
+					snprintf(err, len, "process %d would watch %#llx, which process %d "
+						 "watches already", (int)p->images[slot].pid,
+						 (unsigned long long)w->points[k].addr,
+						 (int)p->images[i].pid);
+					return -EEXIST;
+				}
+	return 0;
+}
+
+static void release_image(struct pyspan *p, int slot)
+{
+	struct watch_image *img = &p->images[slot];
+	int fd = own_map_fd(p, "watches");
+
+	pywatch_close(&img->watch);
+	for (int i = 0; i < img->watch.n_points; i++) {
+		__u64 addr = img->watch.points[i].addr;
+
+		bpf_map_delete_elem(fd, &addr);
+	}
+	memset(img, 0, sizeof(*img));
+}
+
+/* Marks in USED the programs some process of MAP (keyed by KEY_SIZE
+ * bytes) still runs. */
+static void images_held(int fd, size_t key_size, bool *used)
+{
+	__u64 key[2], next[2];
+	struct pyspan_watch_proc v;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, next) == 0) {
+		if (bpf_map_lookup_elem(fd, next, &v) == 0 && v.image < PYSPAN_WATCH_IMAGES)
+			used[v.image] = true;
+		memcpy(key, next, key_size);
+		prev = key;
+	}
+}
+
+/* Programs no process runs any more give their watchpoints back. */
+static void release_ended_images(struct pyspan *p)
+{
+	bool held[PYSPAN_WATCH_IMAGES] = { false };
+
+	images_held(own_map_fd(p, "watch_images"), sizeof(__u32), held);
+	images_held(own_map_fd(p, "watch_children"), sizeof(__u64), held);
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		if (p->images[i].used && !held[i])
+			release_image(p, i);
+}
+
+/* What each new point of program SLOT is, for py_watch; then the
+ * watchpoints. */
+static int arm_image(struct pyspan *p, int slot, int first)
+{
+	struct watch_image *img = &p->images[slot];
+	int fd = own_map_fd(p, "watches");
+	__u32 key = (__u32)slot;
+
+	if (bpf_map_update_elem(own_map_fd(p, "watch_proc"), &key, &img->proc.walk, BPF_ANY))
+		return -errno;
+	for (int i = first; i < img->watch.n_points; i++) {
+		const struct pywatch_point *w = &img->watch.points[i];
+		struct pyspan_watch v = { w->code, w->idx, w->kind, (__u32)slot, 0 };
+		__u64 addr = w->addr;
+
+		if (bpf_map_update_elem(fd, &addr, &v, BPF_ANY))
+			return -errno;
+	}
+	return pywatch_attach(&img->watch, first, bpf_loader_program(p->obj, "py_watch"));
+}
+
+static void say_watched(const struct pyspan *p, const struct watch_image *img, int first)
+{
+	for (int i = first; p->verbose && i < img->watch.n_points; i++) {
+		const struct pywatch_point *w = &img->watch.points[i];
+
+		fprintf(stderr, "pmetrics: watching %#llx in process %d (%s of py:%s:%s, code object "
+			"%#llx)\n", (unsigned long long)w->addr, (int)img->pid,
+			w->kind == PYSPAN_WATCH_FIRST_STEP ? "first step" : "references",
+			p->probes[w->idx].module, p->probes[w->idx].qualname,
+			(unsigned long long)w->code);
+	}
+}
+
+/* A program for process PID: the one it runs already, or a free one. */
+static int image_for(struct pyspan *p, pid_t pid, const struct pyspan_watch_proc *known,
+		     char *err, size_t len)
+{
+	if (known->image < PYSPAN_WATCH_IMAGES) {
+		if (p->images[known->image].pid == pid)
+			return (int)known->image;
+		/* forked from the process it was found in, whose memory it
+		 * no longer shares for what came after the fork */
+		snprintf(err, len, "process %d was forked from process %d before the module ran "
+			 "there: its own functions are not watched", (int)pid,
+			 (int)p->images[known->image].pid);
+		return -EBUSY;
+	}
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		if (!p->images[i].used) {
+			memset(&p->images[i], 0, sizeof(p->images[i]));
+			return i;
+		}
+	snprintf(err, len, "process %d is not watched: %d programs are watched already, the most "
+		 "pmetrics follows at once", (int)pid, PYSPAN_WATCH_IMAGES);
+	return -ENOSPC;
+}
+
+/* Looks for the functions of the probes in WANT in process PID (kernel
+ * tgid KTGID) and watches those found; *FOUND says which. MODULE_RAN:
+ * their module has run there, so one not found there never will be. 0,
+ * or -errno with a one-line reason in ERR. */
+static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want, bool module_ran,
+			 __u32 *found, char *err, size_t len)
+{
+	int fd = own_map_fd(p, "watch_images"), slot, first = 0, rc = 0;
+	struct pyspan_watch_proc known = { PYSPAN_WATCH_NO_IMAGE, 0 };
+	struct watch_image *img = NULL;
+
+	*found = 0;
+	release_ended_images(p);
+	bpf_map_lookup_elem(fd, &ktgid, &known);
+	want &= ~known.found;
+	if (!want)
+		return 0;
+	slot = rc = image_for(p, pid, &known, err, len);
+	if (slot >= 0) {
+		img = &p->images[slot];
+		first = img->watch.n_points;
+		if (!img->used && (rc = python_proc_find(pid, &img->proc, err, len)) == -ENOENT &&
+		    !err[0])
+			snprintf(err, len, "process %d runs no CPython", (int)pid);
+	}
+	if (img && !rc) {
+		img->pid = pid;
+		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, want,
+				  PYSPAN_MAX_WATCHES - points_in_use(p) + first, found, err, len);
+	}
+	if (img && !rc && img->watch.n_points > first &&
+	    !(rc = check_clashes(p, slot, first, err, len)) && !(rc = arm_image(p, slot, first))) {
+		img->used = true;
+		known.image = (__u32)slot;
+		say_watched(p, img, first);
+	}
+	if (img && rc) {
+		img->watch.n_points = first;
+		if (!img->used)
+			release_image(p, slot);
+	}
+	known.found |= module_ran ? want : *found;
+	bpf_map_update_elem(fd, &ktgid, &known, BPF_ANY);
+	return rc;
+}
+
+/* The target, when pmetrics attaches to it: its functions not defined
+ * yet are looked for as their modules run. */
+static int watch_target(struct pyspan *p, const struct pyspan_target *t)
+{
+	__u32 all = (1u << p->n_probes) - 1, found;
+	char err[512] = "";
+	int rc = watch_program(p, t->pid, (__u32)t->pid, all, false, &found, err, sizeof(err));
+
+	if (rc) {
+		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
+		return rc;
+	}
+	for (int i = 0; i < p->n_probes; i++)
+		if (!(found & (1u << i)))
+			fprintf(stderr, "pmetrics: py:%s:%s is not defined in process %d yet: it is "
+				"watched once its module has run there\n", p->probes[i].module,
+				p->probes[i].qualname, (int)t->pid);
+	return 0;
+}
+
+int pyspan_watch_requests_fd(const struct pyspan *p)
+{
+	return p && p->watching ? own_map_fd(p, "watch_requests") : -1;
+}
+
+int pyspan_watch_request(void *ctx, void *data, size_t size)
+{
+	const struct pyspan_watch_request *r = data;
+	struct pyspan *p = ctx;
+	char err[512] = "";
+	__u32 found = 0;
+	struct timespec t0, t1;
+
+	if (size < sizeof(*r))
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, true, &found, err,
+			  sizeof(err)))
+		fprintf(stderr, "pmetrics: warning: --python-hook watch: %s\n", err);
+	for (int i = 0; i < p->n_probes; i++)
+		if ((r->probes & ~found) & (1u << i))
+			fprintf(stderr, "pmetrics: warning: the module of py:%s:%s ran in process %d "
+				"and did not define it%s\n", p->probes[i].module, p->probes[i].qualname,
+				(int)r->tgid, err[0] ? "" : ": check the qualified name");
+	kill((pid_t)r->tgid, SIGCONT);
+	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &r->tgid);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (p->verbose)
+		fprintf(stderr, "pmetrics: process %d held %.1f ms while its functions were looked for\n",
+			(int)r->tgid, (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+					       (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+	return 0;
+}
+
+/* Every process stopped for a request not answered goes on. */
+static void let_stopped_go(const struct pyspan *p)
+{
+	int fd = own_map_fd(p, "watch_stopped");
+	__u32 key, next;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		kill((pid_t)next, SIGCONT);
+		key = next;
+		prev = &key;
+	}
 }
 
 int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
@@ -645,7 +903,7 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 	p->attach_pid = target->follow_children ? -1 : target->pid;
 	p->watching = target->watch;
 	if ((rc = find_interp(p, target, &layout)) ||
-	    (rc = p->watching ? find_watches(p, target) : check_hooks(p, target)))
+	    (rc = p->watching ? check_watches(p) : check_hooks(p, target)))
 		goto fail;
 	if (target->verbose)
 		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (%s; opened as %s)\n",
@@ -776,7 +1034,11 @@ void pyspan_close(struct pyspan *p)
 {
 	if (!p)
 		return;
-	pywatch_close(&p->watch);
+	if (p->watching && p->obj) {
+		let_stopped_go(p);
+		for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+			pywatch_close(&p->images[i].watch);
+	}
 	bpf_links_destroy(&p->links);
 	pyspan_bpf__destroy(p->core);
 	pyspan_nobtf_bpf__destroy(p->nobtf);

@@ -41,8 +41,11 @@ struct pyspan_target {
 	 * calls from C on 3.11+). Coroutines are always timed. */
 	bool plain_calls;
 	/* Hardware watchpoints on the timed functions' code objects instead
-	 * of uprobes (user/pywatch.h): only timed calls trap. PID runs. */
+	 * of uprobes (user/pywatch.h): only timed calls trap. */
 	bool watch;
+	/* PID is a launched command not yet exec'd: nothing to look for in
+	 * its memory yet. */
+	bool launched;
 	/* --python-hook was given: a hook that cannot be had is an error. */
 	bool hook_explicit;
 	/* Each span also carries its thread's scheduling and memory counters
@@ -66,6 +69,15 @@ struct bpf_object *pyspan_object(const struct pyspan *p);
  * coroutines still running at the end. */
 void pyspan_summary(const struct pyspan *p, FILE *out);
 void pyspan_close(struct pyspan *p);
+
+/* The watch hook's requests: a traced process stopped as the module of
+ * a timed function not yet watched there ran (struct
+ * pyspan_watch_request). -1 when the hook is not in use. */
+int pyspan_watch_requests_fd(const struct pyspan *p);
+/* Looks for the functions a request names in its process, watches those
+ * found (or warns in one line why not), and lets the process go on. For
+ * ring_buffer__add(); always 0. */
+int pyspan_watch_request(void *p, void *data, size_t size);
 
 /* Warns once per traced process (a followed child) that runs another
  * interpreter than the one hooked: its calls are not seen. */

@@ -367,40 +367,44 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 	return 0;
 }
 
-/* Each probe found exactly where the watchpoints allow. */
+/* The probes of WANT found, where the watchpoints allow: at most
+ * MAX_POINTS in W, the ones it holds already counted. */
 static int take_found(struct pywatch *w, const struct scan *s, const struct py_probe *probes,
-		      char *err, size_t errlen)
+		      uint32_t want, int max_points, uint32_t *found, char *err, size_t errlen)
 {
-	int want = 0, rc;
+	int more = 0, rc;
 
 	for (int i = 0; i < s->n_probes; i++) {
 		const struct py_probe *pr = &probes[i];
 
+		if (!(want & (1u << i)))
+			continue;
 		if (!s->n_found[i] && s->not_coroutine[i]) {
 			snprintf(err, errlen, "py:%s:%s is not an async def function in process %d: "
 				 "--python-hook watch times coroutines only; time it with the default hook "
 				 "or --python-hook calls", pr->module, pr->qualname, (int)s->p->pid);
 			return -ENOTSUP;
 		}
-		if (!s->n_found[i]) {
-			snprintf(err, errlen, "py:%s:%s is not defined in process %d: --python-hook watch "
-				 "needs the function defined when pmetrics attaches", pr->module,
-				 pr->qualname, (int)s->p->pid);
-			return -ENOENT;
-		}
-		want += 2 * s->n_found[i];
+		more += 2 * s->n_found[i];
 	}
-	if (want > PYSPAN_MAX_WATCHES) {
+	if (w->n_points + more > max_points) {
 		snprintf(err, errlen, "--python-hook watch needs %s%d hardware watchpoints for these "
-			 "functions (2 per code object), and a CPU has %d: time fewer functions, or "
-			 "use --python-hook coroutines", want > 2 * PYSPAN_MAX_WATCHES - 2 ? "at least " : "",
-			 want, PYSPAN_MAX_WATCHES);
+			 "functions in process %d (2 per code object)%s, and a CPU has %d: time fewer "
+			 "functions, or use --python-hook coroutines",
+			 more > 2 * PYSPAN_MAX_WATCHES - 2 ? "at least " : "", more, (int)s->p->pid,
+			 max_points < PYSPAN_MAX_WATCHES ? " besides those other processes hold" : "",
+			 PYSPAN_MAX_WATCHES);
 		return -E2BIG;
 	}
-	for (int i = 0; i < s->n_probes; i++)
+	*found = 0;
+	for (int i = 0; i < s->n_probes; i++) {
+		if (!(want & (1u << i)) || !s->n_found[i])
+			continue;
+		*found |= 1u << i;
 		for (int j = 0; j < s->n_found[i]; j++)
 			if ((rc = add_points(w, s, s->found[i][j], (uint32_t)i, err, errlen)))
 				return rc;
+	}
 	return 0;
 }
 
@@ -415,20 +419,29 @@ static bool fields_fit(const struct py_layout *L, const struct pyspan_layout *ob
 	return true;
 }
 
+int pywatch_version_check(int major, int minor, const char *name, char *err, size_t errlen)
+{
+	struct pyspan_layout obj;
+
+	if (major == 3 && minor >= 11 && pyspan_layout_for(major, minor, &obj) == 0)
+		return 0;
+	snprintf(err, errlen, "--python-hook watch needs CPython 3.11 or newer (it finds a "
+		 "coroutine's frame inside the coroutine object); %s is %d.%d: use "
+		 "--python-hook coroutines", name, major, minor);
+	return -ENOTSUP;
+}
+
 int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
-		 int n, char *err, size_t errlen)
+		 int n, uint32_t want, int max_points, uint32_t *found, char *err, size_t errlen)
 {
 	struct pyspan_probe_cfg cfg[PYSPAN_MAX_PROBES];
 	struct scan s = { .p = p, .cfg = cfg, .n_probes = n };
 	int rc;
 
-	memset(w, 0, sizeof(*w));
-	if (p->major != 3 || p->minor < 11 || pyspan_layout_for(p->major, p->minor, &s.obj)) {
-		snprintf(err, errlen, "--python-hook watch needs CPython 3.11 or newer (it finds a "
-			 "coroutine's frame inside the coroutine object); %s is %d.%d: use "
-			 "--python-hook coroutines", p->interp_name, p->major, p->minor);
-		return -ENOTSUP;
-	}
+	*found = 0;
+	if ((rc = pywatch_version_check(p->major, p->minor, p->interp_name, err, errlen)) ||
+	    pyspan_layout_for(p->major, p->minor, &s.obj))
+		return rc ? rc : -ENOTSUP;
 	if (!fields_fit(&p->walk.layout, &s.obj)) {
 		snprintf(err, errlen, "--python-hook watch: %s %d.%d lays its code objects out past "
 			 "what pmetrics reads of them: use --python-hook coroutines", p->interp_name,
@@ -446,7 +459,7 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 	if (!rc && !s.bytes_read)
 		rc = -EPERM;
 	if (!rc)
-		rc = take_found(w, &s, probes, err, errlen);
+		rc = take_found(w, &s, probes, want, max_points, found, err, errlen);
 	else
 		snprintf(err, errlen, "cannot read the memory of process %d (%s): it ended, or "
 			 "pmetrics lacks CAP_SYS_PTRACE over it", (int)p->pid, strerror(-rc));
@@ -458,9 +471,9 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 
 /* W's points on CPU, each hit running PROG. 1 when the CPU is offline
  * (one brought online later is not watched). */
-static int watch_cpu(struct pywatch *w, int cpu, struct bpf_program *prog)
+static int watch_cpu(struct pywatch *w, int first, int cpu, struct bpf_program *prog)
 {
-	for (int i = 0; i < w->n_points; i++) {
+	for (int i = first; i < w->n_points; i++) {
 		int fd = watchpoint_open(-1, cpu, w->points[i].addr, w->points[i].len), err = errno;
 		struct bpf_link *link;
 
@@ -484,7 +497,7 @@ static int watch_cpu(struct pywatch *w, int cpu, struct bpf_program *prog)
 	return 0;
 }
 
-int pywatch_attach(struct pywatch *w, struct bpf_program *prog)
+int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog)
 {
 	int ncpu = libbpf_num_possible_cpus(), watched = 0, rc = 0;
 
@@ -494,7 +507,7 @@ int pywatch_attach(struct pywatch *w, struct bpf_program *prog)
 	}
 	bpf_loader_raise_fd_limit(); /* two per point and CPU: the event, its link */
 	for (int cpu = 0; cpu < ncpu && rc >= 0; cpu++)
-		if ((rc = watch_cpu(w, cpu, prog)) == 0)
+		if ((rc = watch_cpu(w, first, cpu, prog)) == 0)
 			watched++;
 	if (rc >= 0 && !watched) {
 		fprintf(stderr, "pmetrics: no CPU took a watchpoint: every one is offline\n");

@@ -12,7 +12,8 @@
  * code object's): where a finished coroutine ends. A CPU has 4
  * (x86-64, the Flex's Cortex-A53), so two functions at most. CPython
  * 3.11+ (the frame embedded in the coroutine), `async def` functions,
- * defined when pmetrics attaches. */
+ * looked for when pmetrics attaches and again in a process whenever a
+ * module of a function not yet found there has run. */
 #ifndef PMETRICS_PYWATCH_H
 #define PMETRICS_PYWATCH_H
 
@@ -67,22 +68,30 @@ int pywatch_steps_past_bpf_hits(void);
  * without watchpoints. */
 void pywatch_refusal(int err, char *why, size_t len);
 
-/* Finds the code object of each of the N PROBES in process P (their
- * modules' files and qualified names, as the uprobe hooks match them)
- * and the addresses to watch in each. 0, or -errno with a one-line
- * reason in ERR (not defined, not a coroutine function, more than the
- * watchpoints allow). */
-int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
-		 int n, char *err, size_t errlen);
+/* 0 when the hook can read CPython MAJOR.MINOR's coroutines (3.11+,
+ * whose frame is inside the coroutine object), else -ENOTSUP with a
+ * one-line reason naming NAME in ERR. */
+int pywatch_version_check(int major, int minor, const char *name, char *err, size_t errlen);
 
-/* Watches W's points on every CPU, each hit running PROG. Per CPU, not
- * per thread: a watchpoint of a thread is written into the debug
- * registers at each of its context switches, which under a hypervisor
- * costs a trap to it each time; one of a CPU is written once. Every task
- * that touches a point traps, so PROG keeps the traced processes' hits
- * alone (new threads and forked children have the same addresses and
- * are caught unasked). 0, or -errno after a one-line error. */
-int pywatch_attach(struct pywatch *w, struct bpf_program *prog);
+/* Finds the code object of each probe in WANT (a bit per index of the
+ * N PROBES) in process P (their modules' files and qualified names, as
+ * the uprobe hooks match them) and adds the addresses to watch in each
+ * to W, which may hold points already: MAX_POINTS in all. *FOUND gets
+ * the probes found; one not found is no error (its module may not have
+ * run yet). 0, or -errno with a one-line reason in ERR (not a coroutine
+ * function, more than the watchpoints allow, memory not readable). */
+int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
+		 int n, uint32_t want, int max_points, uint32_t *found, char *err, size_t errlen);
+
+/* Watches W's points from index FIRST on every CPU, each hit running
+ * PROG. Per CPU, not per thread: a watchpoint of a thread is written
+ * into the debug registers at each of its context switches, which under
+ * a hypervisor costs a trap to it each time; one of a CPU is written
+ * once. Every task that touches a point traps, so PROG keeps the traced
+ * processes' hits alone (new threads and forked children have the same
+ * addresses and are caught unasked). 0, or -errno after a one-line
+ * error. */
+int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog);
 void pywatch_close(struct pywatch *w);
 
 /* The first instruction of a coroutine's body in code units CODE (N of

@@ -270,6 +270,7 @@ static int attach_python_probes(struct session *s)
 		.verbose = o->verbose,
 		.plain_calls = o->python_hook == PYTHON_HOOK_CALLS,
 		.watch = o->python_hook == PYTHON_HOOK_WATCH,
+		.launched = s->target.launched,
 		.hook_explicit = o->python_hook != PYTHON_HOOK_DEFAULT,
 		.resources = s->span_context,
 		.ringbuf_bytes = o->ringbuf_bytes,
@@ -375,7 +376,9 @@ static int open_csv(struct session *s)
 	s->rb = ring_buffer__new(span_engine_ringbuf_fd(span_tracer_object(s->spans)), on_span, s, NULL);
 	if (!s->rb || (s->py && ring_buffer__add(s->rb, span_engine_ringbuf_fd(pyspan_object(s->py)),
 						 on_span, s)) ||
-	    ring_buffer__add(s->rb, span_tracer_execs_fd(s->spans), on_exec, s)) {
+	    ring_buffer__add(s->rb, span_tracer_execs_fd(s->spans), on_exec, s) ||
+	    (pyspan_watch_requests_fd(s->py) >= 0 &&
+	     ring_buffer__add(s->rb, pyspan_watch_requests_fd(s->py), pyspan_watch_request, s->py))) {
 		cli_error("cannot open the span ring buffer: %s", strerror(errno));
 		return -1;
 	}

@@ -63,7 +63,8 @@ void record_usage(FILE *out)
 "                           when called from C (map(), callbacks, threads)\n"
 "                           watch: hardware watchpoints on each timed\n"
 "                           function's own code object (CPython 3.11+,\n"
-"                           async def, at most 2 functions, with --pid):\n"
+"                           async def, at most 2 functions), set in each\n"
+"                           process once the function's module has run:\n"
 "                           only timed calls trap; untimed code costs\n"
 "                           nothing. Needs watchpoints that fire (not every\n"
 "                           virtual machine's do: pmetrics checks)\n"
@@ -445,9 +446,6 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	if (o->python_hook != PYTHON_HOOK_DEFAULT && !has_python_probe(o))
 		return usage("--python-hook chooses what py: probes trap, and none is given: add "
 			     "--probe STATE=py:MODULE:QUALNAME or drop --python-hook");
-	if (o->python_hook == PYTHON_HOOK_WATCH && !o->pid)
-		return usage("--python-hook watch finds the timed functions in a running process: "
-			     "give --pid PID");
 	ret = check_resource_options(o);
 	if (!o->output_dir)
 		o->output_dir = DEFAULT_OUTPUT_DIR;

@@ -60,6 +60,23 @@ static void other_versions_have_none(void **state)
 	assert_int_equal(pywatch_first_step(v311, 3, 14), -1);
 }
 
+/* The hook reads the frame inside a coroutine object: 3.11 to 3.13; any
+ * other version is refused naming the interpreter and the other hook. */
+static void only_versions_with_the_frame_inside_are_watched(void **state)
+{
+	char err[256];
+
+	(void)state;
+	for (int minor = 11; minor <= 13; minor++)
+		assert_int_equal(pywatch_version_check(3, minor, "python3", err, sizeof(err)), 0);
+	assert_int_equal(pywatch_version_check(3, 10, "libpython3.10.so.1.0", err, sizeof(err)),
+			 -ENOTSUP);
+	assert_non_null(strstr(err, "libpython3.10.so.1.0 is 3.10"));
+	assert_non_null(strstr(err, "use --python-hook coroutines"));
+	assert_int_equal(pywatch_version_check(3, 14, "python3.14", err, sizeof(err)), -ENOTSUP);
+	assert_int_equal(pywatch_version_check(2, 7, "python2.7", err, sizeof(err)), -ENOTSUP);
+}
+
 /* A refused watchpoint is blamed on what refused it, with its fix. */
 static void a_refusal_names_its_cause(void **state)
 {
@@ -108,6 +125,7 @@ int main(void)
 		cmocka_unit_test(cells_and_free_variables_come_first),
 		cmocka_unit_test(a_plain_function_has_no_first_step),
 		cmocka_unit_test(other_versions_have_none),
+		cmocka_unit_test(only_versions_with_the_frame_inside_are_watched),
 		cmocka_unit_test(a_refusal_names_its_cause),
 		cmocka_unit_test(a_watched_write_gets_past_its_bpf_hit),
 	};
