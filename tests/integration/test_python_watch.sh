@@ -9,9 +9,14 @@
 # cancelled, thrown through, closed, freed while suspended), each holding
 # the function's own in-process interval (span_refs.py), none for the
 # untimed code around them; the robot preset's two functions (one defined
-# inside another; analyze against its own timing too); a forked child's
-# calls (with and without --no-children) but not an exec'd one's; and the
-# errors for what the hook cannot do.
+# inside another; analyze against its own timing too). Then the programs
+# whose functions are watched once their module has run: a launched
+# command, and three new interpreters one after the other (two `python
+# -m` children, a spawn child) of a parent that never imports the timed
+# module, each child's rows against its own timing; a forked child's
+# calls (with and without --no-children), where the parent holds every
+# watchpoint so that its exec'd children get none (named in a warning);
+# and the errors for what the hook cannot do.
 #
 # Where this machine's watchpoints fire, the checks run here. Some virtual
 # machines accept watchpoints and never fire them: there the checks run
@@ -77,6 +82,48 @@ check_watch() {
 	else t_fail "want 4 watchpoints named by -v: $(grep '^pmetrics: watching' "$PM_ERR" | tr '\n' ' ')"; fi
 }
 
+# check_launch TAG PY: pmtest.timed under PY, launched by pmetrics: its
+# functions are watched once scenario.py has imported their module.
+check_launch() {
+	local tag="$1" py="$2" out refs
+	out=$(fresh_dir); refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
+	t_begin "$tag.run"
+	if ! PMTEST_REFS="$refs" pm_start -o "$out" --python-hook watch "${PROBES[@]}" -- \
+		"$py" "$SCENARIO" timed; then
+		t_fail "pmetrics did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"; return
+	fi
+	if ! pm_wait; then t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; return; fi
+	t_pass
+	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" NEST=6 STEP=11
+}
+
+# check_exec_children TAG PY: timed_children.py attached to; it never
+# imports pmtest.timed, its three children (each a new interpreter)
+# do, one after the other: each is watched as the module has run, and
+# gives its watchpoints back when it ends.
+check_exec_children() {
+	local tag="$1" py="$2" out refs go="$T_TMP/go.$1"
+	out=$(fresh_dir); refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
+	t_begin "$tag.run"
+	PMTEST_REFS="$refs" "$py" "$ROOT/tests/progs/py/timed_children.py" wait-for "$go" \
+		>"$out.py" 2>&1 &
+	PYPID=$!
+	for _ in $(seq 600); do grep -q waiting "$out.py" && break; sleep 0.05; done
+	if ! pm_start -o "$out" --python-hook watch "${PROBES[@]}" --pid "$PYPID"; then
+		t_fail "pmetrics did not attach: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"
+		stop_scenario "$go"; return
+	fi
+	touch "$go"
+	if ! wait "$PYPID"; then t_fail "the program failed: $(tail -n 2 "$out.py")"; pm_wait; return; fi
+	if ! pm_wait; then t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; return; fi
+	t_pass
+	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" NEST=18 STEP=33
+	t_begin "$tag.watching"
+	if [ "$(grep -c '^pmetrics: watching' "$PM_ERR")" -eq 12 ] &&
+		grep -q "is not defined in process $PYPID yet" "$PM_ERR"; then t_pass
+	else t_fail "want 4 watchpoints in each of 3 children and the parent's note: $(grep '^pmetrics: \(watching\|py:\)' "$PM_ERR" | tr '\n' ' ')"; fi
+}
+
 # check_preset TAG PY: the robot server's two functions (one defined
 # inside another: its code object is watched) with --preset.
 check_preset() {
@@ -100,9 +147,10 @@ check_preset() {
 }
 
 # check_children TAG PY [--no-children]: pmtest.timed in a subprocess -m
-# child, a spawn child (both exec a new interpreter: not timed) and a
-# fork child (the same addresses, under the same per-CPU watchpoints):
-# the fork child's rows only, or none without children.
+# child, a spawn child (both exec a new interpreter: the parent holds
+# every watchpoint, so they are not timed) and a fork child (the same
+# addresses, under the same per-CPU watchpoints): the fork child's rows
+# only, or none without children.
 check_children() {
 	local tag="$1" py="$2" out go="$T_TMP/go.$1" nest=6 step=11; shift 2
 	out=$(fresh_dir)
@@ -118,6 +166,9 @@ check_children() {
 	touch "$go"
 	wait "$PYPID"
 	if ! pm_wait; then t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; return; fi
+	if [ $# -eq 0 ] && ! grep -q "hardware watchpoints for these functions in process .* besides those other processes hold" "$PM_ERR"; then
+		t_fail "no warning for the exec'd children left without watchpoints"; return
+	fi
 	if [ "$(rows "$out/robot_context_data" NEST)" -eq $nest ] &&
 		[ "$(rows "$out/robot_context_data" STEP)" -eq $step ]; then t_pass
 	else t_fail "NEST $(rows "$out/robot_context_data" NEST) STEP $(rows "$out/robot_context_data" STEP) rows, want $nest and $step"; fi
@@ -125,14 +176,21 @@ check_children() {
 
 # check_refusals PY: what the hook cannot do, one interpreter.
 check_refusals() {
-	local py="$1" go="$T_TMP/go.refusals" log="$T_TMP/refusals.py"
+	local py="$1" go="$T_TMP/go.refusals" log="$T_TMP/refusals.py" out
 	if ! start_scenario "$py" "$go" "$log" "$T_TMP"; then
 		t_begin watch.refusals; t_fail "the scenario did not start"; return
 	fi
 	expect_refusal watch.not_coroutine "is not an async def function .*: --python-hook watch times coroutines only; time it with the default hook or --python-hook calls" \
 		--python-hook watch --probe P=py:pmtest.timed:plain --pid "$PYPID"
-	expect_refusal watch.not_defined "is not defined in process .*: --python-hook watch needs the function defined when pmetrics attaches" \
-		--python-hook watch --probe P=py:pmtest.timed:no_such_function --pid "$PYPID"
+	t_begin watch.not_defined
+	out=$(fresh_dir)
+	if ! "$PMETRICS" record -o "$out" --duration 1s --python-hook watch \
+		--probe P=py:pmtest.timed:no_such_function --pid "$PYPID" 2>"$out.err" >/dev/null; then
+		t_fail "exit non-zero: $(grep -v '^libbpf' "$out.err" | tail -n 1)"
+	elif ! grep -q "is not defined in process $PYPID yet: it is watched once its module has run there" "$out.err" ||
+		! grep -q "py:pmtest.timed:no_such_function was never seen" "$out.err"; then
+		t_fail "no note at start or no warning at the end: $(grep -v '^libbpf' "$out.err" | tr '\n' ' ')"
+	else t_pass; fi
 	expect_refusal watch.too_many "needs 6 hardware watchpoints" --python-hook watch \
 		"${PROBES[@]}" --probe H=py:pmtest.timed:holder --pid "$PYPID"
 	stop_scenario "$go"
@@ -155,6 +213,8 @@ run_checks() {
 		t_begin watch.py312.stripped; t_skip "no pyenv Python 3.12 libpython to strip"
 	fi
 	if [ -n "$first" ]; then
+		check_launch watch.launch "$first"
+		check_exec_children watch.exec_children "$first"
 		check_refusals "$first"
 		check_children watch.children "$first"
 		check_children watch.no_children "$first" --no-children
@@ -167,8 +227,6 @@ run_checks() {
 		stop_scenario "$T_TMP/go.old"
 	fi
 }
-
-expect_refusal watch.needs_pid "give --pid PID" --python-hook watch "${PROBES[@]}" -- true
 
 if [ -n "${PMETRICS_IN_TCG:-}" ]; then
 	MAX_EXCESS_US=10000
