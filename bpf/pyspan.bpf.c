@@ -1176,10 +1176,17 @@ int BPF_PROG(py_watch_exec)
 
 /* A module run that will stop its process at its return: by thread and
  * the stack pointer at its entry (an import inside a module's body runs
- * another module in the same thread); the probes it holds. */
+ * another module in the same thread); the probes it holds, its code and
+ * globals. */
 struct module_run_key {
 	__u64 sp;
 	__u32 tid;
+	__u32 pad;
+};
+
+struct module_run {
+	__u64 code, globals;
+	__u32 probes;
 	__u32 pad;
 };
 
@@ -1187,7 +1194,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct module_run_key);
-	__type(value, __u32);
+	__type(value, struct module_run);
 } module_runs SEC(".maps");
 
 struct {
@@ -1230,20 +1237,22 @@ static __always_inline __u32 module_probes(__u64 code, __u32 want)
 	return mask;
 }
 
+/* PyEval_EvalCode(code, globals, locals) */
 SEC("uprobe")
-int BPF_KPROBE(py_module_run, __u64 code)
+int BPF_KPROBE(py_module_run, __u64 code, __u64 globals)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct module_run_key k = { PT_REGS_SP(ctx), (__u32)id, 0 };
+	struct module_run run = { code, globals, 0, 0 };
 	struct pyspan_watch_proc *w;
-	__u32 all = n_probes >= 32 ? ~0u : (1u << n_probes) - 1, mask;
+	__u32 all = n_probes >= 32 ? ~0u : (1u << n_probes) - 1;
 
 	if (!code || !traced_current())
 		return 0;
 	w = watch_proc_of((__u32)(id >> 32));
-	mask = module_probes(code, all & ~(w ? w->found : 0));
-	if (mask)
-		bpf_map_update_elem(&module_runs, &k, &mask, BPF_ANY);
+	run.probes = module_probes(code, all & ~(w ? w->found : 0));
+	if (run.probes)
+		bpf_map_update_elem(&module_runs, &k, &run, BPF_ANY);
 	return 0;
 }
 
@@ -1251,12 +1260,12 @@ SEC("uretprobe")
 int BPF_KRETPROBE(py_module_ran)
 {
 	struct module_run_key k = { entry_sp_of_return(ctx), (__u32)bpf_get_current_pid_tgid(), 0 };
-	__u32 *mask = bpf_map_lookup_elem(&module_runs, &k);
+	struct module_run *run = bpf_map_lookup_elem(&module_runs, &k);
 	struct pyspan_watch_request *r;
 	__u32 tgid;
 	__u8 yes = 1;
 
-	if (!mask)
+	if (!run)
 		return 0;
 	r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
 	if (r) {
@@ -1265,8 +1274,10 @@ int BPF_KRETPROBE(py_module_ran)
 		tgid = (__u32)(loader_pid_tgid() >> 32);
 		r->tgid = tgid;
 		r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-		r->probes = *mask;
+		r->probes = run->probes;
 		r->pad = 0;
+		r->code = run->code;
+		r->globals = run->globals;
 		bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
 		bpf_ringbuf_submit(r, 0);
 		bpf_send_signal(PYSPAN_SIGSTOP);

@@ -70,6 +70,8 @@ struct pyspan_watch_request {
 	__u32 kernel_tgid; /* the watch_images key */
 	__u32 probes;      /* the probes of that module, a bit each */
 	__u32 pad;
+	__u64 code;        /* the module's code object: its functions' code is in co_consts */
+	__u64 globals;     /* its globals: its functions and classes by name */
 };
 
 /* gi_frame_state at and above which a 3.11+ coroutine has finished. */

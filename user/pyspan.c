@@ -65,6 +65,7 @@ struct pyspan {
 		struct python_proc proc;
 		struct pywatch watch;
 	} images[PYSPAN_WATCH_IMAGES];
+	struct pywatch last_find; /* how the last search went (for -v) */
 };
 
 /* Offsets read from each version's headers (Include/cpython/funcobject.h,
@@ -760,11 +761,11 @@ static int image_for(struct pyspan *p, pid_t pid, const struct pyspan_watch_proc
 }
 
 /* Looks for the functions of the probes in WANT in process PID (kernel
- * tgid KTGID) and watches those found; *FOUND says which. MODULE_RAN:
- * their module has run there, so one not found there never will be. 0,
- * or -errno with a one-line reason in ERR. */
-static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want, bool module_ran,
-			 __u32 *found, char *err, size_t len)
+ * tgid KTGID) and watches those found; *FOUND says which. MODULE: their
+ * module, which has just run there, so one not found there never will
+ * be. 0, or -errno with a one-line reason in ERR. */
+static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
+			 const struct pywatch_module *module, __u32 *found, char *err, size_t len)
 {
 	int fd = own_map_fd(p, "watch_images"), slot, first = 0, rc = 0;
 	struct pyspan_watch_proc known = { PYSPAN_WATCH_NO_IMAGE, 0 };
@@ -786,8 +787,10 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want, b
 	}
 	if (img && !rc) {
 		img->pid = pid;
-		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, want,
+		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, module, want,
 				  PYSPAN_MAX_WATCHES - points_in_use(p) + first, found, err, len);
+		p->last_find.last_by_module = img->watch.last_by_module;
+		p->last_find.last_scan_bytes = img->watch.last_scan_bytes;
 	}
 	if (img && !rc && img->watch.n_points > first &&
 	    !(rc = check_clashes(p, slot, first, err, len)) && !(rc = arm_image(p, slot, first))) {
@@ -800,7 +803,7 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want, b
 		if (!img->used)
 			release_image(p, slot);
 	}
-	known.found |= module_ran ? want : *found;
+	known.found |= module ? want : *found;
 	bpf_map_update_elem(fd, &ktgid, &known, BPF_ANY);
 	return rc;
 }
@@ -811,7 +814,7 @@ static int watch_target(struct pyspan *p, const struct pyspan_target *t)
 {
 	__u32 all = (1u << p->n_probes) - 1, found;
 	char err[512] = "";
-	int rc = watch_program(p, t->pid, (__u32)t->pid, all, false, &found, err, sizeof(err));
+	int rc = watch_program(p, t->pid, (__u32)t->pid, all, NULL, &found, err, sizeof(err));
 
 	if (rc) {
 		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
@@ -837,11 +840,13 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 	char err[512] = "";
 	__u32 found = 0;
 	struct timespec t0, t1;
+	struct pywatch_module module;
 
 	if (size < sizeof(*r))
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, true, &found, err,
+	module = (struct pywatch_module){ r->code, r->globals };
+	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, &module, &found, err,
 			  sizeof(err)))
 		fprintf(stderr, "pmetrics: warning: --python-hook watch: %s\n", err);
 	for (int i = 0; i < p->n_probes; i++)
@@ -853,9 +858,12 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &r->tgid);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (p->verbose)
-		fprintf(stderr, "pmetrics: process %d held %.1f ms while its functions were looked for\n",
-			(int)r->tgid, (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-					       (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		fprintf(stderr, "pmetrics: process %d held %.1f ms while its functions were looked for "
+			"(%s%.1f MB)\n", (int)r->tgid,
+			(double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+			p->last_find.last_by_module ? "in the module's code and globals, heap read: "
+						    : "heap read: ",
+			(double)p->last_find.last_scan_bytes / 1e6);
 	return 0;
 }
 

@@ -203,6 +203,7 @@ struct scan {
 	struct seen_function *functions;
 	size_t n_functions, cap_functions;
 	uint64_t bytes_read;
+	bool by_module; /* found from a module's code and globals: no heap scan */
 };
 
 static bool ends_with(const char *s, const char *suffix, size_t n)
@@ -316,6 +317,156 @@ static int scan_process(struct scan *s)
 	proc_maps_free(maps, n);
 	free(buf);
 	return 0;
+}
+
+/* ---- finding them from a module that has just run ------------------------ */
+
+/* Layouts read where a module's body has just run (3.11-3.13, LP64). */
+#define CODE_CONSTS 24     /* PyCodeObject.co_consts, a tuple */
+#define TUPLE_SIZE 16      /* PyVarObject.ob_size */
+#define TUPLE_ITEMS 24
+#define TYPE_DICT 264      /* PyTypeObject.tp_dict: set for every class */
+#define DICT_KEYS 32       /* PyDictObject.ma_keys */
+#define DICT_VALUES 40     /* PyDictObject.ma_values: NULL unless split */
+#define KEYS_LOG2_INDEX 9  /* PyDictKeysObject.dk_log2_index_bytes */
+#define KEYS_KIND 10       /* dk_kind: 0 any keys (hash, key, value), else str keys */
+#define KEYS_NENTRIES 24
+#define KEYS_INDICES 32
+/* How far the walk goes: code objects nested in code objects (a method
+ * in a class body in a module is two deep), and code objects in all. */
+#define NESTING_MAX 8
+#define MODULE_CODES_MAX 8192
+#define CONSTS_MAX 65536
+
+static void walk_consts(struct scan *s, uint64_t code, int depth, int *budget);
+
+/* The code objects among the N constants in ITEMS. */
+static void walk_items(struct scan *s, const uint64_t *items, uint64_t n, int depth, int *budget)
+{
+	uint64_t type;
+
+	for (uint64_t i = 0; i < n && *budget > 0; i++)
+		if (items[i] && !python_read_memory(s->p->pid, &type, sizeof(type), items[i] + 8) &&
+		    type == s->p->code_type)
+			walk_consts(s, items[i], depth + 1, budget);
+}
+
+/* CODE and the code objects in its constants (its functions, classes'
+ * bodies, and theirs), each matched as the heap scan matches them. */
+static void walk_consts(struct scan *s, uint64_t code, int depth, int *budget)
+{
+	uint8_t head[CODE_HEAD];
+	uint64_t consts, n, *items;
+
+	if (depth > NESTING_MAX || (*budget)-- <= 0 ||
+	    python_read_memory(s->p->pid, head, CODE_HEAD, code))
+		return;
+	scan_code(s, code, head);
+	consts = word_at(head, CODE_CONSTS);
+	if (!consts || python_read_memory(s->p->pid, &n, sizeof(n), consts + TUPLE_SIZE) ||
+	    n > CONSTS_MAX || !(items = malloc(n * sizeof(*items) + 1)))
+		return;
+	if (!python_read_memory(s->p->pid, items, n * sizeof(*items), consts + TUPLE_ITEMS))
+		walk_items(s, items, n, depth, budget);
+	free(items);
+}
+
+/* The value dict DICT holds under the str key NAME, 0 when none: its
+ * entries looked at in turn (a module's or a class's dict is small, and
+ * not split). */
+static uint64_t dict_get(struct scan *s, uint64_t dict, const char *name)
+{
+	uint8_t head[KEYS_INDICES];
+	uint64_t keys, values, n, found = 0, *entries;
+	size_t width;
+	const char *key;
+
+	if (python_read_memory(s->p->pid, &keys, sizeof(keys), dict + DICT_KEYS) ||
+	    python_read_memory(s->p->pid, &values, sizeof(values), dict + DICT_VALUES) || !keys ||
+	    values || python_read_memory(s->p->pid, head, sizeof(head), keys))
+		return 0;
+	n = word_at(head, KEYS_NENTRIES);
+	width = head[KEYS_KIND] == 0 ? 3 : 2; /* words per entry */
+	if (n > CONSTS_MAX || head[KEYS_LOG2_INDEX] > 32 || !(entries = malloc(n * width * 8 + 1)))
+		return 0;
+	if (python_read_memory(s->p->pid, entries, n * width * 8,
+			       keys + KEYS_INDICES + (1ull << head[KEYS_LOG2_INDEX])))
+		n = 0;
+	for (uint64_t i = 0; i < n && !found; i++) {
+		const uint64_t *e = entries + i * width + (width - 2);
+
+		key = e[0] ? python_str(s->names, s->p, e[0]) : NULL;
+		if (key && strcmp(key, name) == 0)
+			found = e[1];
+	}
+	free(entries);
+	return found;
+}
+
+/* The object GLOBALS names by QUALNAME ("f", "Class.method",
+ * "Outer.Inner.method"), through the classes' dicts; 0 when none. */
+static uint64_t named_in(struct scan *s, uint64_t globals, const char *qualname)
+{
+	char part[PYSPAN_STR_MAX];
+	uint64_t dict = globals, obj;
+
+	for (const char *at = qualname;;) {
+		const char *dot = strchr(at, '.');
+		size_t n = dot ? (size_t)(dot - at) : strlen(at);
+
+		if (n >= sizeof(part))
+			return 0;
+		memcpy(part, at, n);
+		part[n] = '\0';
+		obj = dict_get(s, dict, part);
+		if (!obj || !dot)
+			return obj;
+		if (python_read_memory(s->p->pid, &dict, sizeof(dict), obj + TYPE_DICT) || !dict)
+			return 0;
+		at = dot + 1;
+	}
+}
+
+/* Each found probe's function object, from the module's globals: kept
+ * as the heap scan keeps them. False when one (not "<locals>", which
+ * needs none) is not there as a plain function of that code. */
+static bool functions_by_name(struct scan *s, uint64_t globals, uint32_t want)
+{
+	uint8_t head[CODE_HEAD];
+	uint64_t function;
+
+	for (int i = 0; i < s->n_probes; i++) {
+		if (!(want & (1u << i)) || !s->n_found[i] || strstr(s->cfg[i].qualname, "<locals>"))
+			continue;
+		function = named_in(s, globals, s->cfg[i].qualname);
+		if (s->n_found[i] != 1 || !function ||
+		    python_read_memory(s->p->pid, head, CODE_HEAD, function) ||
+		    word_at(head, 8) != s->p->function_type ||
+		    word_at(head, s->obj.func_code) != s->found[i][0])
+			return false;
+		scan_function(s, function, head);
+	}
+	return true;
+}
+
+/* The probes' code from the module that just ran, its function objects
+ * from its globals: no heap scan. False when that does not find all it
+ * must (the caller scans then). */
+static bool scan_module(struct scan *s, const struct pywatch_module *m, uint32_t want)
+{
+	int budget = MODULE_CODES_MAX;
+
+	walk_consts(s, m->code, 0, &budget);
+	return budget > 0 && functions_by_name(s, m->globals, want);
+}
+
+/* The scan's findings forgotten, for another way of finding them. */
+static void scan_reset(struct scan *s)
+{
+	memset(s->found, 0, sizeof(s->found));
+	memset(s->n_found, 0, sizeof(s->n_found));
+	memset(s->not_coroutine, 0, sizeof(s->not_coroutine));
+	s->n_functions = 0;
 }
 
 /* Where the frames of CODE take and drop a reference: its function
@@ -432,7 +583,8 @@ int pywatch_version_check(int major, int minor, const char *name, char *err, siz
 }
 
 int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
-		 int n, uint32_t want, int max_points, uint32_t *found, char *err, size_t errlen)
+		 int n, const struct pywatch_module *module, uint32_t want, int max_points,
+		 uint32_t *found, char *err, size_t errlen)
 {
 	struct pyspan_probe_cfg cfg[PYSPAN_MAX_PROBES];
 	struct scan s = { .p = p, .cfg = cfg, .n_probes = n };
@@ -454,10 +606,17 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 		pyspan_probe_cfg_fill(&probes[i], &cfg[i]);
 	if (!(s.names = python_names_new()))
 		return -ENOMEM;
-	rc = scan_process(&s);
+	if (module && module->code && p->function_type && scan_module(&s, module, want)) {
+		s.by_module = true;
+	} else {
+		scan_reset(&s);
+		rc = scan_process(&s);
+		if (!rc && !s.bytes_read)
+			rc = -EPERM;
+	}
 	python_names_free(s.names);
-	if (!rc && !s.bytes_read)
-		rc = -EPERM;
+	w->last_by_module = s.by_module;
+	w->last_scan_bytes = s.bytes_read;
 	if (!rc)
 		rc = take_found(w, &s, probes, want, max_points, found, err, errlen);
 	else

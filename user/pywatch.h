@@ -17,6 +17,7 @@
 #ifndef PMETRICS_PYWATCH_H
 #define PMETRICS_PYWATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,16 @@ struct pywatch {
 	struct pywatch_point points[PYSPAN_MAX_WATCHES];
 	int n_points;
 	struct bpf_links links; /* each owns its perf event */
+	/* how the last pywatch_find went: from a module, or by reading
+	 * this many bytes of the heap */
+	bool last_by_module;
+	uint64_t last_scan_bytes;
+};
+
+/* A module whose body has just run in the process: its code object and
+ * its globals (the dict). */
+struct pywatch_module {
+	uint64_t code, globals;
 };
 
 /* 0 when the kernel moves a thread past a BPF-handled watchpoint hit (or
@@ -76,12 +87,17 @@ int pywatch_version_check(int major, int minor, const char *name, char *err, siz
 /* Finds the code object of each probe in WANT (a bit per index of the
  * N PROBES) in process P (their modules' files and qualified names, as
  * the uprobe hooks match them) and adds the addresses to watch in each
- * to W, which may hold points already: MAX_POINTS in all. *FOUND gets
- * the probes found; one not found is no error (its module may not have
- * run yet). 0, or -errno with a one-line reason in ERR (not a coroutine
+ * to W, which may hold points already: MAX_POINTS in all. With MODULE,
+ * whose body has just run, from its code's constants and its globals
+ * (a few hundred small reads); else, or when that does not find a
+ * function object it needs, by scanning the process's heap for code and
+ * function objects (some 100 ms for a large program). *FOUND gets the
+ * probes found; one not found is no error (its module may not have run
+ * yet). 0, or -errno with a one-line reason in ERR (not a coroutine
  * function, more than the watchpoints allow, memory not readable). */
 int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py_probe *probes,
-		 int n, uint32_t want, int max_points, uint32_t *found, char *err, size_t errlen);
+		 int n, const struct pywatch_module *module, uint32_t want, int max_points,
+		 uint32_t *found, char *err, size_t errlen);
 
 /* Watches W's points from index FIRST on every CPU, each hit running
  * PROG. Per CPU, not per thread: a watchpoint of a thread is written
