@@ -124,22 +124,32 @@ check_exec_children() {
 	else t_fail "want 4 watchpoints in each of 3 children and the parent's note: $(grep '^pmetrics: \(watching\|py:\)' "$PM_ERR" | tr '\n' ' ')"; fi
 }
 
-# check_preset TAG PY: the robot server's two functions (one defined
-# inside another: its code object is watched) with --preset.
+# check_preset TAG PY [launch]: the robot server's two functions (a
+# method, and one defined inside another: its code object is watched)
+# with --preset, attached to, or launched: then found from their
+# module's code and globals as it has run.
 check_preset() {
-	local tag="$1" py="$2" out go="$T_TMP/go.$1" data refs
+	local tag="$1" py="$2" how="${3:-}" out go="$T_TMP/go.$1" data refs
 	out=$(fresh_dir); data="$out/robot_context_data"; refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	t_begin "$tag.run"
-	if ! start_scenario "$py" "$go" "$out.py" "$refs" robot; then
+	if [ "$how" = launch ]; then
+		if ! PMTEST_REFS="$refs" pm_start -o "$out" --python-hook watch --preset robot-server -- \
+			"$py" "$SCENARIO" robot; then
+			t_fail "pmetrics did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"; return
+		fi
+	elif ! start_scenario "$py" "$go" "$out.py" "$refs" robot; then
 		t_fail "the scenario did not start"; return
-	fi
-	if ! pm_start -o "$out" --python-hook watch --preset robot-server --pid "$PYPID"; then
+	elif ! pm_start -o "$out" --python-hook watch --preset robot-server --pid "$PYPID"; then
 		t_fail "pmetrics did not attach: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"
 		stop_scenario "$go"; return
+	else
+		touch "$go"
+		wait "$PYPID"
 	fi
-	touch "$go"
-	wait "$PYPID"
 	if pm_wait; then t_pass; else t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; fi
+	if [ "$how" = launch ] && ! grep -q "in the module's code and globals" "$PM_ERR"; then
+		t_begin "$tag.by_module"; t_fail "not found from the module: $(grep 'held' "$PM_ERR" | tr '\n' ' ')"
+	fi
 	expect_spans "$tag.analyze" "$data" "$refs" ANALYZING_PROTOCOL=4
 	t_begin "$tag.cached"
 	if [ "$(rows "$data" GETTING_CACHED_ANALYSIS)" -eq 3 ]; then t_pass
@@ -214,6 +224,7 @@ run_checks() {
 	fi
 	if [ -n "$first" ]; then
 		check_launch watch.launch "$first"
+		check_preset watch.launch.preset "$first" launch
 		check_exec_children watch.exec_children "$first"
 		check_refusals "$first"
 		check_children watch.children "$first"
