@@ -9,7 +9,8 @@
 # cancelled, thrown through, closed, freed while suspended), each holding
 # the function's own in-process interval (span_refs.py), none for the
 # untimed code around them; the robot preset's two functions (one defined
-# inside another; analyze against its own timing too). Then the programs
+# inside another; analyze against its own timing too); the same rows from
+# the builds for a kernel without BTF. Then the programs
 # whose functions are watched once their module has run: a launched
 # command, and three new interpreters one after the other (two `python
 # -m` children, a spawn child) of a parent that never imports the timed
@@ -223,6 +224,9 @@ run_checks() {
 		t_begin watch.py312.stripped; t_skip "no pyenv Python 3.12 libpython to strip"
 	fi
 	if [ -n "$first" ]; then
+		# the builds for a kernel without BTF (no kernel struct read)
+		PMETRICS_TEST_NO_BTF=1 check_watch watch.nobtf "$first"
+		PMETRICS_TEST_NO_BTF=1 check_exec_children watch.nobtf.exec_children "$first"
 		check_launch watch.launch "$first"
 		check_preset watch.launch.preset "$first" launch
 		check_exec_children watch.exec_children "$first"
