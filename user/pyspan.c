@@ -791,6 +791,7 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 				  PYSPAN_MAX_WATCHES - points_in_use(p) + first, found, err, len);
 		p->last_find.last_by_module = img->watch.last_by_module;
 		p->last_find.last_scan_bytes = img->watch.last_scan_bytes;
+		p->last_find.last_main_module = img->watch.last_main_module;
 	}
 	if (img && !rc && img->watch.n_points > first &&
 	    !(rc = check_clashes(p, slot, first, err, len)) && !(rc = arm_image(p, slot, first))) {
@@ -854,6 +855,12 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 			fprintf(stderr, "pmetrics: warning: the module of py:%s:%s ran in process %d "
 				"and did not define it%s\n", p->probes[i].module, p->probes[i].qualname,
 				(int)r->tgid, err[0] ? "" : ": check the qualified name");
+		else if (found & (1u << i) && p->last_find.last_main_module)
+			fprintf(stderr, "pmetrics: warning: py:%s:%s is in process %d's main module, "
+				"whose body is the whole program: --python-hook watch found it only as that "
+				"ended, and timed no call of it; time functions of imported modules, or use "
+				"the default hook\n", p->probes[i].module, p->probes[i].qualname,
+				(int)r->tgid);
 	kill((pid_t)r->tgid, SIGCONT);
 	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &r->tgid);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -204,6 +204,7 @@ struct scan {
 	size_t n_functions, cap_functions;
 	uint64_t bytes_read;
 	bool by_module; /* found from a module's code and globals: no heap scan */
+	bool main_module; /* that module is the program's main one */
 };
 
 static bool ends_with(const char *s, const char *suffix, size_t n)
@@ -455,7 +456,10 @@ static bool functions_by_name(struct scan *s, uint64_t globals, uint32_t want)
 static bool scan_module(struct scan *s, const struct pywatch_module *m, uint32_t want)
 {
 	int budget = MODULE_CODES_MAX;
+	uint64_t name = dict_get(s, m->globals, "__name__");
+	const char *str = name ? python_str(s->names, s->p, name) : NULL;
 
+	s->main_module = str && strcmp(str, "__main__") == 0;
 	walk_consts(s, m->code, 0, &budget);
 	return budget > 0 && functions_by_name(s, m->globals, want);
 }
@@ -616,6 +620,7 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 	}
 	python_names_free(s.names);
 	w->last_by_module = s.by_module;
+	w->last_main_module = s.main_module;
 	w->last_scan_bytes = s.bytes_read;
 	if (!rc)
 		rc = take_found(w, &s, probes, want, max_points, found, err, errlen);

@@ -44,6 +44,8 @@ struct pywatch {
 	 * this many bytes of the heap */
 	bool last_by_module;
 	uint64_t last_scan_bytes;
+	/* the module was the program's main one (__name__ "__main__") */
+	bool last_main_module;
 };
 
 /* A module whose body has just run in the process: its code object and

@@ -17,7 +17,8 @@
 # module, each child's rows against its own timing; a forked child's
 # calls (with and without --no-children), where the parent holds every
 # watchpoint so that its exec'd children get none (named in a warning);
-# and the errors for what the hook cannot do.
+# a function of the main module (found only at its end, warned); and the
+# errors for what the hook cannot do.
 #
 # Where this machine's watchpoints fire, the checks run here. Some virtual
 # machines accept watchpoints and never fire them: there the checks run
@@ -125,6 +126,23 @@ check_exec_children() {
 	else t_fail "want 4 watchpoints in each of 3 children and the parent's note: $(grep '^pmetrics: \(watching\|py:\)' "$PM_ERR" | tr '\n' ' ')"; fi
 }
 
+# check_main_module PY: a timed function in the program's main module
+# (python -m pmtest.timed) is found only as that body ends: no row, and a
+# warning that says why and what to do.
+check_main_module() {
+	local py="$1" out
+	out=$(fresh_dir)
+	t_begin watch.main_module
+	if ! PYTHONPATH="$ROOT/tests/progs/py" "$PMETRICS" record -o "$out" --python-hook watch \
+		"${PROBES[@]}" -- "$py" -m pmtest.timed >/dev/null 2>"$out.err"; then
+		t_fail "exit non-zero: $(grep -v '^libbpf' "$out.err" | tail -n 1)"
+	elif ! grep -q "py:pmtest.timed:nest is in process [0-9]*'s main module, whose body is the whole program" "$out.err"; then
+		t_fail "no main-module warning: $(grep -v '^libbpf' "$out.err" | tr '\n' ' ')"
+	elif [ "$(rows "$out/robot_context_data" NEST)" -ne 0 ]; then
+		t_fail "rows from a module watched only at its end"
+	else t_pass; fi
+}
+
 # check_preset TAG PY [launch]: the robot server's two functions (a
 # method, and one defined inside another: its code object is watched)
 # with --preset, attached to, or launched: then found from their
@@ -230,6 +248,7 @@ run_checks() {
 		check_launch watch.launch "$first"
 		check_preset watch.launch.preset "$first" launch
 		check_exec_children watch.exec_children "$first"
+		check_main_module "$first"
 		check_refusals "$first"
 		check_children watch.children "$first"
 		check_children watch.no_children "$first" --no-children
