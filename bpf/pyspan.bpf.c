@@ -1102,6 +1102,29 @@ int py_watch(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* What user space is told: a process to look for timed functions in
+ * (stopped meanwhile), or one of a watched program that ended, whose
+ * watchpoints may go back (no probes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} watch_requests SEC(".maps");
+
+static __always_inline void say_ended(__u32 tgid)
+{
+	struct pyspan_watch_request *r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
+
+	if (!r)
+		return; /* given back at the next request instead */
+	r->tgid = (__u32)(loader_pid_tgid() >> 32);
+	r->kernel_tgid = tgid;
+	r->probes = 0;
+	r->pad = 0;
+	r->code = 0;
+	r->globals = 0;
+	bpf_ringbuf_submit(r, 0);
+}
+
 static long watch_forget_one(struct bpf_map *map, struct coro_key *k, __u64 *v, __u32 *tgid)
 {
 	if (k->tgid == *tgid)
@@ -1131,12 +1154,16 @@ int BPF_PROG(py_watch_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key = bpf_get_current_task();
 	__u32 tgid = (__u32)(id >> 32);
+	struct pyspan_watch_proc *w;
 
 	bpf_map_delete_elem(&watch_children, &key);
-	if ((__u32)id == tgid) {
-		bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
-		bpf_map_delete_elem(&watch_images, &tgid);
-	}
+	if ((__u32)id != tgid)
+		return 0;
+	bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
+	w = bpf_map_lookup_elem(&watch_images, &tgid);
+	if (w && w->image != PYSPAN_WATCH_NO_IMAGE)
+		say_ended(tgid);
+	bpf_map_delete_elem(&watch_images, &tgid);
 	return 0;
 }
 
@@ -1196,11 +1223,6 @@ struct {
 	__type(key, struct module_run_key);
 	__type(value, struct module_run);
 } module_runs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} watch_requests SEC(".maps");
 
 /* Processes stopped for a request not yet answered: what user space lets
  * go on when it closes, whatever happened to the request. */

@@ -64,7 +64,9 @@ struct pyspan_watch_proc {
 
 /* A traced process ran the module of a probe not yet watched there and
  * was stopped (SIGSTOP) as the module's body returned: user space finds
- * the functions, watches them, and lets it go on (SIGCONT). */
+ * the functions, watches them, and lets it go on (SIGCONT). With no
+ * probes: a process of a watched program ended (what its program held
+ * may go back). */
 struct pyspan_watch_request {
 	__u32 tgid;        /* in the loader's PID namespace */
 	__u32 kernel_tgid; /* the watch_images key */

@@ -631,12 +631,27 @@ static int check_watches(const struct pyspan *p)
 
 /* ---- the watch hook's programs ------------------------------------------------ */
 
+/* Points holding a debug register on every CPU: all but those lent. */
 static int points_in_use(const struct pyspan *p)
 {
 	int n = 0;
 
 	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
-		n += p->images[i].used ? p->images[i].watch.n_points : 0;
+		for (int j = 0; p->images[i].used && j < p->images[i].watch.n_points; j++)
+			n += p->images[i].watch.points[j].lent_to < 0;
+	return n;
+}
+
+/* Points other programs than SLOT hold for the probes in WANT: the
+ * registers SLOT may borrow for its own points of those probes. */
+static int points_lendable(const struct pyspan *p, int slot, __u32 want)
+{
+	int n = 0;
+
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
+			n += p->images[i].watch.points[j].lent_to < 0 &&
+			     (want & (1u << p->images[i].watch.points[j].idx));
 	return n;
 }
 
@@ -660,18 +675,116 @@ static int check_clashes(const struct pyspan *p, int slot, int first, char *err,
 	return 0;
 }
 
+/* Point I of program SLOT, for py_watch; then its watchpoints. */
+static int point_watch(struct pyspan *p, int slot, int i)
+{
+	struct pywatch *w = &p->images[slot].watch;
+	const struct pywatch_point *pt = &w->points[i];
+	struct pyspan_watch v = { pt->code, pt->idx, pt->kind, (__u32)slot, 0 };
+	__u64 addr = pt->addr;
+
+	if (bpf_map_update_elem(own_map_fd(p, "watches"), &addr, &v, BPF_ANY))
+		return -errno;
+	return pywatch_attach(w, i, i + 1, bpf_loader_program(p->obj, "py_watch"));
+}
+
+/* Point I of program SLOT no longer watched: its watchpoints closed. */
+static void point_unwatch(struct pyspan *p, int slot, int i)
+{
+	__u64 addr = p->images[slot].watch.points[i].addr;
+
+	pywatch_park(&p->images[slot].watch, i);
+	bpf_map_delete_elem(own_map_fd(p, "watches"), &addr);
+}
+
+/* Coroutines of the probes in MASK that program SLOT's processes opened:
+ * their end cannot be seen while its points are lent, so they give no
+ * row (they count as still running at the end). */
+static void forget_opens(struct pyspan *p, int slot, __u32 mask)
+{
+	int opens = own_map_fd(p, "watch_opens"), coros = own_map_fd(p, "open_coros");
+	int images = own_map_fd(p, "watch_images");
+	struct { __u64 gen; __u32 tgid, pad; } key, next;
+	struct pyspan_watch_proc proc;
+	struct open_coro coro;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(opens, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(images, &next.tgid, &proc) == 0 && (int)proc.image == slot &&
+		    bpf_map_lookup_elem(coros, &next, &coro) == 0 && (mask & (1u << coro.idx))) {
+			bpf_map_delete_elem(opens, &next);
+			prev = NULL; /* the walk starts again: the key it stood on is gone */
+		}
+	}
+}
+
+/* NEED registers for program TO's new points of the probes in FOUND,
+ * taken from other programs' points of the same probes: the process
+ * that has just run a timed function's module is taken to be the one
+ * about to call it (the robot server runs its analysis in a child it
+ * starts for it). The points come back when TO's processes end. */
+static void borrow(struct pyspan *p, int to, __u32 found, int need)
+{
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES && need > 0; i++) {
+		struct pywatch *w = &p->images[i].watch;
+		__u32 taken = 0;
+
+		for (int j = 0; i != to && p->images[i].used && j < w->n_points && need > 0; j++)
+			if (w->points[j].lent_to < 0 && (found & (1u << w->points[j].idx))) {
+				point_unwatch(p, i, j);
+				w->points[j].lent_to = to;
+				taken |= 1u << w->points[j].idx;
+				need--;
+			}
+		if (taken)
+			forget_opens(p, i, taken);
+		for (int k = 0; k < p->n_probes; k++)
+			if (taken & (1u << k))
+				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d ran the "
+					"module of py:%s:%s: process %d's watchpoints for it are its while it "
+					"runs (a CPU has %d); process %d's calls of it are not timed meanwhile\n",
+					(int)p->images[to].pid, p->probes[k].module, p->probes[k].qualname,
+					(int)p->images[i].pid, PYSPAN_MAX_WATCHES, (int)p->images[i].pid);
+	}
+}
+
+/* What program SLOT borrowed goes back to the programs it came from. */
+static void give_back(struct pyspan *p, int slot)
+{
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++) {
+		struct pywatch *w = &p->images[i].watch;
+
+		for (int j = 0; p->images[i].used && j < w->n_points; j++) {
+			if (w->points[j].lent_to != slot)
+				continue;
+			w->points[j].lent_to = -1;
+			if (point_watch(p, i, j))
+				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d's "
+					"watchpoint at %#llx could not be set again: its calls of py:%s:%s "
+					"are no longer timed\n", (int)p->images[i].pid,
+					(unsigned long long)w->points[j].addr,
+					p->probes[w->points[j].idx].module,
+					p->probes[w->points[j].idx].qualname);
+			else if (p->verbose)
+				fprintf(stderr, "pmetrics: watching %#llx in process %d again\n",
+					(unsigned long long)w->points[j].addr, (int)p->images[i].pid);
+		}
+	}
+}
+
+/* Program SLOT's points closed, and those it borrowed given back. */
 static void release_image(struct pyspan *p, int slot)
 {
 	struct watch_image *img = &p->images[slot];
-	int fd = own_map_fd(p, "watches");
 
+	for (int i = 0; i < img->watch.n_points; i++)
+		if (img->watch.points[i].lent_to < 0)
+			point_unwatch(p, slot, i);
 	pywatch_close(&img->watch);
-	for (int i = 0; i < img->watch.n_points; i++) {
-		__u64 addr = img->watch.points[i].addr;
-
-		bpf_map_delete_elem(fd, &addr);
-	}
 	memset(img, 0, sizeof(*img));
+	give_back(p, slot);
 }
 
 /* Marks in USED the programs some process of MAP (keyed by KEY_SIZE
@@ -702,25 +815,23 @@ static void release_ended_images(struct pyspan *p)
 			release_image(p, i);
 }
 
-/* What each new point of program SLOT is, for py_watch; then the
- * watchpoints. */
-static int arm_image(struct pyspan *p, int slot, int first)
+/* Program SLOT's interpreter, for py_watch; then its points from FIRST
+ * on, with registers borrowed for them where the CPU has too few free. */
+static int arm_image(struct pyspan *p, int slot, int first, __u32 found, int free)
 {
 	struct watch_image *img = &p->images[slot];
-	int fd = own_map_fd(p, "watches");
 	__u32 key = (__u32)slot;
+	int rc = 0, i;
 
 	if (bpf_map_update_elem(own_map_fd(p, "watch_proc"), &key, &img->proc.walk, BPF_ANY))
 		return -errno;
-	for (int i = first; i < img->watch.n_points; i++) {
-		const struct pywatch_point *w = &img->watch.points[i];
-		struct pyspan_watch v = { w->code, w->idx, w->kind, (__u32)slot, 0 };
-		__u64 addr = w->addr;
-
-		if (bpf_map_update_elem(fd, &addr, &v, BPF_ANY))
-			return -errno;
-	}
-	return pywatch_attach(&img->watch, first, bpf_loader_program(p->obj, "py_watch"));
+	if (img->watch.n_points - first > free)
+		borrow(p, slot, found, img->watch.n_points - first - free);
+	for (i = first; !rc && i < img->watch.n_points; i++)
+		rc = point_watch(p, slot, i);
+	while (rc && i-- > first)
+		point_unwatch(p, slot, i);
+	return rc;
 }
 
 static void say_watched(const struct pyspan *p, const struct watch_image *img, int first)
@@ -767,7 +878,7 @@ static int image_for(struct pyspan *p, pid_t pid, const struct pyspan_watch_proc
 static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 			 const struct pywatch_module *module, __u32 *found, char *err, size_t len)
 {
-	int fd = own_map_fd(p, "watch_images"), slot, first = 0, rc = 0;
+	int fd = own_map_fd(p, "watch_images"), slot, first = 0, rc = 0, free;
 	struct pyspan_watch_proc known = { PYSPAN_WATCH_NO_IMAGE, 0 };
 	struct watch_image *img = NULL;
 
@@ -785,16 +896,25 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 		    !err[0])
 			snprintf(err, len, "process %d runs no CPython", (int)pid);
 	}
+	free = PYSPAN_MAX_WATCHES - points_in_use(p);
 	if (img && !rc) {
 		img->pid = pid;
 		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, module, want,
-				  PYSPAN_MAX_WATCHES - points_in_use(p) + first, found, err, len);
+				  first + free + points_lendable(p, slot, want), found, err, len);
 		p->last_find.last_by_module = img->watch.last_by_module;
 		p->last_find.last_scan_bytes = img->watch.last_scan_bytes;
 		p->last_find.last_main_module = img->watch.last_main_module;
 	}
+	if (img && !rc && img->watch.n_points - first > free + points_lendable(p, slot, *found)) {
+		snprintf(err, len, "--python-hook watch needs %d hardware watchpoints for these functions "
+			 "in process %d (2 per code object) besides those other processes hold, and a "
+			 "CPU has %d: time fewer functions, or use --python-hook coroutines",
+			 img->watch.n_points - first, (int)pid, PYSPAN_MAX_WATCHES);
+		rc = -E2BIG;
+	}
 	if (img && !rc && img->watch.n_points > first &&
-	    !(rc = check_clashes(p, slot, first, err, len)) && !(rc = arm_image(p, slot, first))) {
+	    !(rc = check_clashes(p, slot, first, err, len)) &&
+	    !(rc = arm_image(p, slot, first, *found, free))) {
 		img->used = true;
 		known.image = (__u32)slot;
 		say_watched(p, img, first);
@@ -845,6 +965,10 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r))
 		return 0;
+	if (!r->probes) { /* a watched process ended */
+		release_ended_images(p);
+		return 0;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	module = (struct pywatch_module){ r->code, r->globals };
 	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, &module, &found, err,

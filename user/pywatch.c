@@ -516,9 +516,9 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 	}
 	w->points[w->n_points++] = (struct pywatch_point){
 		code + L->code_adaptive + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
-		PYSPAN_WATCH_FIRST_STEP, code, idx };
+		PYSPAN_WATCH_FIRST_STEP, code, idx, -1 };
 	w->points[w->n_points++] = (struct pywatch_point){
-		references_of(s, (int)idx, code), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx };
+		references_of(s, (int)idx, code), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx, -1 };
 	return 0;
 }
 
@@ -635,9 +635,9 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 
 /* W's points on CPU, each hit running PROG. 1 when the CPU is offline
  * (one brought online later is not watched). */
-static int watch_cpu(struct pywatch *w, int first, int cpu, struct bpf_program *prog)
+static int watch_cpu(struct pywatch *w, int first, int last, int cpu, struct bpf_program *prog)
 {
-	for (int i = first; i < w->n_points; i++) {
+	for (int i = first; i < last; i++) {
 		int fd = watchpoint_open(-1, cpu, w->points[i].addr, w->points[i].len), err = errno;
 		struct bpf_link *link;
 
@@ -655,13 +655,13 @@ static int watch_cpu(struct pywatch *w, int first, int cpu, struct bpf_program *
 		if (!link)
 			close(fd);
 		errno = err;
-		if (bpf_links_add(&w->links, link, "the Python watchpoint hook (CONFIG_BPF_EVENTS)"))
+		if (bpf_links_add(&w->links[i], link, "the Python watchpoint hook (CONFIG_BPF_EVENTS)"))
 			return -EINVAL;
 	}
 	return 0;
 }
 
-int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog)
+int pywatch_attach(struct pywatch *w, int first, int last, struct bpf_program *prog)
 {
 	int ncpu = libbpf_num_possible_cpus(), watched = 0, rc = 0;
 
@@ -671,7 +671,7 @@ int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog)
 	}
 	bpf_loader_raise_fd_limit(); /* two per point and CPU: the event, its link */
 	for (int cpu = 0; cpu < ncpu && rc >= 0; cpu++)
-		if ((rc = watch_cpu(w, first, cpu, prog)) == 0)
+		if ((rc = watch_cpu(w, first, last, cpu, prog)) == 0)
 			watched++;
 	if (rc >= 0 && !watched) {
 		fprintf(stderr, "pmetrics: no CPU took a watchpoint: every one is offline\n");
@@ -680,7 +680,13 @@ int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog)
 	return rc < 0 ? rc : 0;
 }
 
+void pywatch_park(struct pywatch *w, int i)
+{
+	bpf_links_destroy(&w->links[i]);
+}
+
 void pywatch_close(struct pywatch *w)
 {
-	bpf_links_destroy(&w->links);
+	for (int i = 0; i < PYSPAN_MAX_WATCHES; i++)
+		bpf_links_destroy(&w->links[i]);
 }

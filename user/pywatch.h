@@ -34,12 +34,14 @@ struct pywatch_point {
 	uint32_t kind; /* enum pyspan_watch_kind */
 	uint64_t code; /* the code object */
 	uint32_t idx;  /* the probe's index */
+	int lent_to;   /* not watched while another program has its registers, or -1 */
 };
 
 struct pywatch {
 	struct pywatch_point points[PYSPAN_MAX_WATCHES];
 	int n_points;
-	struct bpf_links links; /* each owns its perf event */
+	/* each point's links, one per CPU, each owning its perf event */
+	struct bpf_links links[PYSPAN_MAX_WATCHES];
 	/* how the last pywatch_find went: from a module, or by reading
 	 * this many bytes of the heap */
 	bool last_by_module;
@@ -101,15 +103,17 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 		 int n, const struct pywatch_module *module, uint32_t want, int max_points,
 		 uint32_t *found, char *err, size_t errlen);
 
-/* Watches W's points from index FIRST on every CPU, each hit running
- * PROG. Per CPU, not per thread: a watchpoint of a thread is written
- * into the debug registers at each of its context switches, which under
- * a hypervisor costs a trap to it each time; one of a CPU is written
- * once. Every task that touches a point traps, so PROG keeps the traced
+/* Watches W's points FIRST to LAST (not included) on every CPU, each
+ * hit running PROG. Per CPU, not per thread: a watchpoint of a thread is
+ * written into the debug registers at each of its context switches,
+ * which under a hypervisor costs a trap to it each time; one of a CPU is
+ * written once. Every task that touches a point traps, so PROG keeps the traced
  * processes' hits alone (new threads and forked children have the same
  * addresses and are caught unasked). 0, or -errno after a one-line
  * error. */
-int pywatch_attach(struct pywatch *w, int first, struct bpf_program *prog);
+int pywatch_attach(struct pywatch *w, int first, int last, struct bpf_program *prog);
+/* Point I of W is no longer watched (its registers go to another). */
+void pywatch_park(struct pywatch *w, int i);
 void pywatch_close(struct pywatch *w);
 
 /* The first instruction of a coroutine's body in code units CODE (N of

@@ -165,9 +165,15 @@ def children(module, target):
     import multiprocessing
     import subprocess
 
+    import time
+
     here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run([sys.executable, "-m", module], check=True, cwd=here)
     for method in ("spawn", "fork"):
+        # a pause after each child: a tracer gives back what a child
+        # held (watch hook: watchpoints lent by this process) once it
+        # has seen the child end, milliseconds later
+        time.sleep(0.5)
         child = multiprocessing.get_context(method).Process(target=target)
         child.start()
         child.join()
