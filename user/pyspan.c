@@ -629,6 +629,55 @@ static int check_watches(const struct pyspan *p)
 	return 0;
 }
 
+/* Whether the watch hook can run for this capture, all tested before
+ * anything is attached: at most two functions, CPython 3.11+ with
+ * PyEval_EvalCode, a kernel that runs a BPF program on a watchpoint and
+ * moves the thread past its hit, and watchpoints that fire. Else WHY
+ * says what is missing. */
+static bool watch_usable(const struct pyspan *p, char *why, size_t len)
+{
+	int steps;
+
+	if (2 * p->n_probes > PYSPAN_MAX_WATCHES) {
+		snprintf(why, len, "%d functions, two watchpoints each, and a CPU has %d", p->n_probes,
+			 PYSPAN_MAX_WATCHES);
+		return false;
+	}
+	if (pywatch_version_check(p->interp.major, p->interp.minor, p->interp.name, why, len))
+		return false;
+	if (!p->hooks.eval_code.vaddr) {
+		snprintf(why, len, "%.200s has no PyEval_EvalCode", p->interp.name);
+		return false;
+	}
+	steps = pywatch_steps_past_bpf_hits();
+	if (steps < 0)
+		snprintf(why, len, "no BPF program runs on a watchpoint here (%s; CONFIG_BPF_EVENTS)",
+			 strerror(-steps));
+	else if (steps == 0)
+		snprintf(why, len, "the kernel does not move a thread past a watchpoint hit that runs "
+			 "BPF (arm64 before Linux 6.6)");
+	return steps == 1 && watchpoints_fire(why, len) == 0;
+}
+
+/* The preset's hook where none is asked for: watch where it can run
+ * (only the two functions' own calls trap), else coroutines. -v says
+ * which, and why. */
+static bool choose_watch(const struct pyspan *p)
+{
+	char why[512] = "", *advice;
+	bool watch = watch_usable(p, why, sizeof(why));
+
+	if ((advice = strstr(why, ": use --python-hook"))) /* taken already */
+		*advice = '\0';
+	if (p->verbose && watch)
+		fprintf(stderr, "pmetrics: --preset robot-server: --python-hook watch (hardware "
+			"watchpoints: only the two functions' calls trap)\n");
+	else if (p->verbose)
+		fprintf(stderr, "pmetrics: --preset robot-server: --python-hook coroutines (the watch "
+			"hook cannot run here: %s)\n", why);
+	return watch;
+}
+
 /* ---- the watch hook's programs ------------------------------------------------ */
 
 /* Points holding a debug register on every CPU: all but those lent. */
@@ -1041,8 +1090,12 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 	p->verbose = target->verbose;
 	p->attach_pid = target->follow_children ? -1 : target->pid;
 	p->watching = target->watch;
-	if ((rc = find_interp(p, target, &layout)) ||
-	    (rc = p->watching ? check_watches(p) : check_hooks(p, target)))
+	if ((rc = find_interp(p, target, &layout)))
+		goto fail;
+	if (target->watch_preferred)
+		p->watching = choose_watch(p);
+	if ((rc = p->watching ? (target->watch_preferred ? 0 : check_watches(p))
+			      : check_hooks(p, target)))
 		goto fail;
 	if (target->verbose)
 		fprintf(stderr, "pmetrics: Python %d.%d interpreter %s (%s; opened as %s)\n",

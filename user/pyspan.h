@@ -46,6 +46,10 @@ struct pyspan_target {
 	/* PID is a launched command not yet exec'd: nothing to look for in
 	 * its memory yet. */
 	bool launched;
+	/* The watch hook where it can run (tested first), else the
+	 * coroutine hooks: the robot preset's choice when no hook is asked
+	 * for. */
+	bool watch_preferred;
 	/* --python-hook was given: a hook that cannot be had is an error. */
 	bool hook_explicit;
 	/* Each span also carries its thread's scheduling and memory counters

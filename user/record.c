@@ -271,6 +271,7 @@ static int attach_python_probes(struct session *s)
 		.plain_calls = o->python_hook == PYTHON_HOOK_CALLS,
 		.watch = o->python_hook == PYTHON_HOOK_WATCH,
 		.launched = s->target.launched,
+		.watch_preferred = o->preset_robot_server && o->python_hook == PYTHON_HOOK_DEFAULT,
 		.hook_explicit = o->python_hook != PYTHON_HOOK_DEFAULT,
 		.resources = s->span_context,
 		.ringbuf_bytes = o->ringbuf_bytes,
