@@ -9,7 +9,8 @@
 # cancelled, thrown through, closed, freed while suspended), each holding
 # the function's own in-process interval (span_refs.py), none for the
 # untimed code around them; the robot preset's two functions (one defined
-# inside another; analyze against its own timing too); the same rows from
+# inside another; analyze against its own timing too; launched, with no
+# --python-hook: the preset's own choice where watchpoints fire); the same rows from
 # the builds for a kernel without BTF. Then the programs
 # whose functions are watched once their module has run: a launched
 # command, and three new interpreters one after the other (two `python
@@ -152,7 +153,8 @@ check_preset() {
 	out=$(fresh_dir); data="$out/robot_context_data"; refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	t_begin "$tag.run"
 	if [ "$how" = launch ]; then
-		if ! PMTEST_REFS="$refs" pm_start -o "$out" --python-hook watch --preset robot-server -- \
+		# no --python-hook: the preset takes the watch hook where it runs
+		if ! PMTEST_REFS="$refs" pm_start -o "$out" --preset robot-server -- \
 			"$py" "$SCENARIO" robot; then
 			t_fail "pmetrics did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"; return
 		fi
@@ -166,8 +168,13 @@ check_preset() {
 		wait "$PYPID"
 	fi
 	if pm_wait; then t_pass; else t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; fi
-	if [ "$how" = launch ] && ! grep -q "in the module's code and globals" "$PM_ERR"; then
-		t_begin "$tag.by_module"; t_fail "not found from the module: $(grep 'held' "$PM_ERR" | tr '\n' ' ')"
+	if [ "$how" = launch ]; then
+		t_begin "$tag.chosen"
+		if ! grep -q "^pmetrics: --preset robot-server: --python-hook watch" "$PM_ERR"; then
+			t_fail "the preset did not take the watch hook: $(grep 'preset' "$PM_ERR" | tr '\n' ' ')"
+		elif ! grep -q "in the module's code and globals" "$PM_ERR"; then
+			t_fail "not found from the module: $(grep 'held' "$PM_ERR" | tr '\n' ' ')"
+		else t_pass; fi
 	fi
 	expect_spans "$tag.analyze" "$data" "$refs" ANALYZING_PROTOCOL=4
 	t_begin "$tag.cached"
@@ -276,14 +283,18 @@ if gcc -O2 -o "$watcher" "$ROOT/bench/watchpoints/watcher.c" &&
 	exit 0
 fi
 
-# Here watchpoints never fire: pmetrics must say so, then the checks run
-# emulated.
+# Here watchpoints never fire: pmetrics must say so (and the preset take
+# the coroutine hooks, saying why), then the checks run emulated.
 py=$(interpreter 3.12)
 if [ -n "$py" ]; then
 	start_scenario "$py" "$T_TMP/go.here" "$T_TMP/here.py" "$T_TMP" &&
 		expect_refusal watch.here_never_fire "hardware watchpoints never fire" \
 			--python-hook watch "${PROBES[@]}" --pid "$PYPID"
 	stop_scenario "$T_TMP/go.here"
+	t_begin watch.here_preset_coroutines
+	if "$PMETRICS" record -v -o "$(fresh_dir)" --preset robot-server -- "$py" -c pass 2>&1 |
+		grep -q "^pmetrics: --preset robot-server: --python-hook coroutines (the watch hook cannot run here: this machine's hardware watchpoints never fire"; then t_pass
+	else t_fail "-v does not say the preset took the coroutine hooks, and why"; fi
 fi
 rerun_in_tcg_x86 watch "$ROOT/tests/integration/test_python_watch.sh" || exit 0
 sed -n 's/^\(PASS\|FAIL\|SKIP\) \(watch\.\)/\1 emulated-x86.\2/p; /^    /p' "$T_TMP/guest.log"
