@@ -967,20 +967,40 @@ struct {
 	__type(value, struct pyspan_watch_proc);
 } watch_children SEC(".maps");
 
+/* The attached process as pmetrics numbers it, when it runs in a PID
+ * namespace of its own: its entry moves to watch_images at its first
+ * hit, under the tgid the kernel knows it by. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32); /* tgid in the loader's namespace */
+	__type(value, struct pyspan_watch_proc);
+} watch_ns_targets SEC(".maps");
+
 /* What the current process (TGID) is to the hook, NULL when unknown. */
 static __always_inline struct pyspan_watch_proc *watch_proc_of(__u32 tgid)
 {
 	struct pyspan_watch_proc *w = bpf_map_lookup_elem(&watch_images, &tgid);
+	__u32 ns_tgid;
 	__u64 task;
 
 	if (w)
 		return w;
 	task = bpf_get_current_task();
 	w = bpf_map_lookup_elem(&watch_children, &task);
+	if (w) {
+		bpf_map_update_elem(&watch_images, &tgid, w, BPF_NOEXIST);
+		bpf_map_delete_elem(&watch_children, &task);
+		return bpf_map_lookup_elem(&watch_images, &tgid);
+	}
+	if (!engine.pidns_ino)
+		return NULL;
+	ns_tgid = (__u32)(loader_pid_tgid() >> 32);
+	w = ns_tgid ? bpf_map_lookup_elem(&watch_ns_targets, &ns_tgid) : NULL;
 	if (!w)
 		return NULL;
 	bpf_map_update_elem(&watch_images, &tgid, w, BPF_NOEXIST);
-	bpf_map_delete_elem(&watch_children, &task);
+	bpf_map_delete_elem(&watch_ns_targets, &ns_tgid);
 	return bpf_map_lookup_elem(&watch_images, &tgid);
 }
 
@@ -1139,9 +1159,18 @@ SEC("raw_tp/sched_process_fork")
 int BPF_PROG(py_watch_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct pyspan_watch_proc *w = bpf_map_lookup_elem(&watch_images, &tgid);
+	struct pyspan_watch_proc *w;
 	__u64 key = (__u64)child;
 
+#ifndef PMETRICS_NO_BTF
+	/* a new thread: its process's entry is its own (without the
+	 * kernel's BTF it cannot be told apart, and its entry goes when it
+	 * exits) */
+	if ((__u32)BPF_CORE_READ(child, tgid) == tgid)
+		return 0;
+#endif
+	/* the parent may be a forked child not yet seen at a hit */
+	w = watch_proc_of(tgid);
 	if (w)
 		bpf_map_update_elem(&watch_children, &key, w, BPF_ANY);
 	return 0;
@@ -1178,11 +1207,11 @@ int BPF_PROG(py_watch_exec)
 	__u64 id = bpf_get_current_pid_tgid(), task = bpf_get_current_task();
 	__u32 tgid = (__u32)(id >> 32);
 
+	/* a child that execs before its first hit has its parent's entry
+	 * waiting too, traced or not */
+	bpf_map_delete_elem(&watch_children, &task);
 	if (!traced(tgid))
 		return 0;
-	/* a child that execs before its first hit has its parent's entry
-	 * waiting too */
-	bpf_map_delete_elem(&watch_children, &task);
 	bpf_map_delete_elem(&watch_images, &tgid);
 	bpf_for_each_map_elem(&watch_opens, watch_forget_one, &tgid, 0);
 	bpf_map_delete_elem(&watch_threads, &id);
@@ -1223,6 +1252,22 @@ struct {
 	__type(key, struct module_run_key);
 	__type(value, struct module_run);
 } module_runs SEC(".maps");
+
+/* Set by user space as the capture ends: no process is stopped any
+ * more (none would be let go on). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} watch_closing_flag SEC(".maps");
+
+static __always_inline bool watch_closing(void)
+{
+	__u32 zero = 0, *closing = bpf_map_lookup_elem(&watch_closing_flag, &zero);
+
+	return !closing || *closing;
+}
 
 /* Processes stopped for a request not yet answered: what user space lets
  * go on when it closes, whatever happened to the request. */
@@ -1289,20 +1334,23 @@ int BPF_KRETPROBE(py_module_ran)
 
 	if (!run)
 		return 0;
-	r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
-	if (r) {
-		/* a map key from the stack: kernels before 6.2 refuse one in
-		 * ring buffer memory */
-		tgid = (__u32)(loader_pid_tgid() >> 32);
+	/* a map key from the stack: kernels before 6.2 refuse one in ring
+	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
+	 * could not let it go on */
+	tgid = (__u32)(loader_pid_tgid() >> 32);
+	if (tgid && !watch_closing() &&
+	    (r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0))) {
 		r->tgid = tgid;
 		r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 		r->probes = run->probes;
 		r->pad = 0;
 		r->code = run->code;
 		r->globals = run->globals;
+		/* stopped before user space can hear of it: its SIGCONT then
+		 * cancels the stop whenever it comes */
 		bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
-		bpf_ringbuf_submit(r, 0);
 		bpf_send_signal(PYSPAN_SIGSTOP);
+		bpf_ringbuf_submit(r, 0);
 	}
 	bpf_map_delete_elem(&module_runs, &k);
 	return 0;

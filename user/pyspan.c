@@ -649,6 +649,12 @@ static bool watch_usable(const struct pyspan *p, char *why, size_t len)
 		snprintf(why, len, "%.200s has no PyEval_EvalCode", p->interp.name);
 		return false;
 	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) <= 0 ||
+	    test_setting_on("PMETRICS_TEST_NO_BPF_LOOP")) {
+		snprintf(why, len, "the kernel has no bpf_loop() (Linux 5.17), which the hook's "
+			 "program finds a thread's frame with");
+		return false;
+	}
 	steps = pywatch_steps_past_bpf_hits();
 	if (steps < 0)
 		snprintf(why, len, "no BPF program runs on a watchpoint here (%s; CONFIG_BPF_EVENTS)",
@@ -859,6 +865,7 @@ static void release_ended_images(struct pyspan *p)
 
 	images_held(own_map_fd(p, "watch_images"), sizeof(__u32), held);
 	images_held(own_map_fd(p, "watch_children"), sizeof(__u64), held);
+	images_held(own_map_fd(p, "watch_ns_targets"), sizeof(__u32), held);
 	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
 		if (p->images[i].used && !held[i])
 			release_image(p, i);
@@ -975,6 +982,9 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 	}
 	known.found |= module ? want : *found;
 	bpf_map_update_elem(fd, &ktgid, &known, BPF_ANY);
+	/* one that ended meanwhile would hold its program's registers */
+	if (kill(pid, 0) && errno == ESRCH)
+		bpf_map_delete_elem(fd, &ktgid);
 	return rc;
 }
 
@@ -985,10 +995,20 @@ static int watch_target(struct pyspan *p, const struct pyspan_target *t)
 	__u32 all = (1u << p->n_probes) - 1, found;
 	char err[512] = "";
 	int rc = watch_program(p, t->pid, (__u32)t->pid, all, NULL, &found, err, sizeof(err));
+	int images = own_map_fd(p, "watch_images");
+	struct pyspan_watch_proc entry;
+	__u32 key = (__u32)t->pid;
+	uint64_t dev, ino;
 
 	if (rc) {
 		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
 		return rc;
+	}
+	/* in a PID namespace of pmetrics' own, PID is not what the kernel
+	 * calls it: BPF moves the entry over at the target's first hit */
+	if (span_engine_in_pidns(&dev, &ino) && bpf_map_lookup_elem(images, &key, &entry) == 0) {
+		bpf_map_delete_elem(images, &key);
+		bpf_map_update_elem(own_map_fd(p, "watch_ns_targets"), &key, &entry, BPF_ANY);
 	}
 	for (int i = 0; i < p->n_probes; i++)
 		if (!(found & (1u << i)))
@@ -1048,6 +1068,24 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 }
 
 /* Every process stopped for a request not answered goes on. */
+static void let_stopped_go(const struct pyspan *p);
+
+void pyspan_quiesce(struct pyspan *p)
+{
+	__u32 zero = 0, one = 1;
+
+	if (!p || !p->watching || !p->obj)
+		return;
+	bpf_map_update_elem(own_map_fd(p, "watch_closing_flag"), &zero, &one, BPF_ANY);
+	let_stopped_go(p);
+}
+
+void pyspan_tick(struct pyspan *p)
+{
+	if (p && p->watching && p->obj)
+		release_ended_images(p);
+}
+
 static void let_stopped_go(const struct pyspan *p)
 {
 	int fd = own_map_fd(p, "watch_stopped");
@@ -1226,12 +1264,14 @@ void pyspan_close(struct pyspan *p)
 {
 	if (!p)
 		return;
+	/* the module probes go first: no process is stopped after the last
+	 * one is let go on */
+	bpf_links_destroy(&p->links);
 	if (p->watching && p->obj) {
 		let_stopped_go(p);
 		for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
 			pywatch_close(&p->images[i].watch);
 	}
-	bpf_links_destroy(&p->links);
 	pyspan_bpf__destroy(p->core);
 	pyspan_nobtf_bpf__destroy(p->nobtf);
 	free(p);

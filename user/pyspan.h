@@ -83,6 +83,13 @@ int pyspan_watch_requests_fd(const struct pyspan *p);
  * ring_buffer__add(); always 0. */
 int pyspan_watch_request(void *p, void *data, size_t size);
 
+/* The capture is over: no process is stopped for the watch hook any
+ * more, and every one stopped goes on. */
+void pyspan_quiesce(struct pyspan *p);
+/* Now and then in the capture: programs whose processes all ended give
+ * their watchpoints back (their last end may have gone unheard). */
+void pyspan_tick(struct pyspan *p);
+
 /* Warns once per traced process (a followed child) that runs another
  * interpreter than the one hooked: its calls are not seen. */
 void pyspan_check_process(struct pyspan *p, pid_t pid);

@@ -560,6 +560,7 @@ static const char *capture_loop(struct session *s)
 			/* a followed child on another Python is said once */
 			if (s->py)
 				span_tracer_for_each_process(s->spans, check_python_child, s->py);
+			pyspan_tick(s->py);
 		}
 		if (s->write_error)
 			return "write error";
@@ -922,6 +923,7 @@ int record_run(const struct record_opts *opts)
 	started = monotonic_ns();
 	why = capture_loop(s);
 	elapsed = monotonic_ns() - started;
+	pyspan_quiesce(s->py);
 	drain(s);
 	/* before a launched command is stopped, whose open calls would
 	 * otherwise count as dying with their thread */
