@@ -1329,6 +1329,7 @@ int BPF_KRETPROBE(py_module_ran)
 	struct module_run_key k = { entry_sp_of_return(ctx), (__u32)bpf_get_current_pid_tgid(), 0 };
 	struct module_run *run = bpf_map_lookup_elem(&module_runs, &k);
 	struct pyspan_watch_request *r;
+	bool asking;
 	__u32 tgid;
 	__u8 yes = 1;
 
@@ -1338,8 +1339,11 @@ int BPF_KRETPROBE(py_module_ran)
 	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
 	 * could not let it go on */
 	tgid = (__u32)(loader_pid_tgid() >> 32);
-	if (tgid && !watch_closing() &&
-	    (r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0))) {
+	asking = tgid && !watch_closing();
+	r = asking ? bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0) : NULL;
+	if (asking && !r)
+		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
+	if (r) {
 		r->tgid = tgid;
 		r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 		r->probes = run->probes;

@@ -87,7 +87,8 @@ struct span_engine_config {
 	X(CORO_TABLE_FULL, "too many open coroutines")                          \
 	X(MID_CORO, "coroutines started before pmetrics attached")              \
 	X(CORO_NO_START, "coroutine ends whose start was lost")                 \
-	X(CORO_UNSTARTED, "coroutines freed before their first step")
+	X(CORO_UNSTARTED, "coroutines freed before their first step")         \
+	X(WATCH_UNASKED, "timed modules run that the watch hook missed (ring full)")
 
 #define SPAN_COUNTER_ENUM(name, text) SPAN_CNT_##name,
 enum span_counter {
