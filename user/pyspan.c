@@ -775,13 +775,21 @@ static void forget_opens(struct pyspan *p, int slot, __u32 mask)
 	}
 }
 
+/* A point of another program that one borrowed the registers of. */
+struct borrowed {
+	int image, point;
+};
+
 /* NEED registers for program TO's new points of the probes in FOUND,
  * taken from other programs' points of the same probes: the process
  * that has just run a timed function's module is taken to be the one
  * about to call it (the robot server runs its analysis in a child it
- * starts for it). The points come back when TO's processes end. */
-static void borrow(struct pyspan *p, int to, __u32 found, int need)
+ * starts for it). The points come back when TO's processes end. Each
+ * point taken goes into OUT (room for PYSPAN_MAX_WATCHES); how many. */
+static int borrow(struct pyspan *p, int to, __u32 found, int need, struct borrowed *out)
 {
+	int n = 0;
+
 	for (int i = 0; i < PYSPAN_WATCH_IMAGES && need > 0; i++) {
 		struct pywatch *w = &p->images[i].watch;
 		__u32 taken = 0;
@@ -791,6 +799,7 @@ static void borrow(struct pyspan *p, int to, __u32 found, int need)
 				point_unwatch(p, i, j);
 				w->points[j].lent_to = to;
 				taken |= 1u << w->points[j].idx;
+				out[n++] = (struct borrowed){ i, j };
 				need--;
 			}
 		if (taken)
@@ -803,6 +812,7 @@ static void borrow(struct pyspan *p, int to, __u32 found, int need)
 					(int)p->images[to].pid, p->probes[k].module, p->probes[k].qualname,
 					(int)p->images[i].pid, PYSPAN_MAX_WATCHES, (int)p->images[i].pid);
 	}
+	return n;
 }
 
 /* What program SLOT borrowed goes back to the programs it came from. */
@@ -876,17 +886,23 @@ static void release_ended_images(struct pyspan *p)
 static int arm_image(struct pyspan *p, int slot, int first, __u32 found, int free)
 {
 	struct watch_image *img = &p->images[slot];
+	struct borrowed taken[PYSPAN_MAX_WATCHES];
 	__u32 key = (__u32)slot;
-	int rc = 0, i;
+	int rc = 0, i, n = 0;
 
 	if (bpf_map_update_elem(own_map_fd(p, "watch_proc"), &key, &img->proc.walk, BPF_ANY))
 		return -errno;
 	if (img->watch.n_points - first > free)
-		borrow(p, slot, found, img->watch.n_points - first - free);
+		n = borrow(p, slot, found, img->watch.n_points - first - free, taken);
 	for (i = first; !rc && i < img->watch.n_points; i++)
 		rc = point_watch(p, slot, i);
 	while (rc && i-- > first)
 		point_unwatch(p, slot, i);
+	/* not armed: what was borrowed for it goes back at once */
+	while (rc && n-- > 0) {
+		p->images[taken[n].image].watch.points[taken[n].point].lent_to = -1;
+		point_watch(p, taken[n].image, taken[n].point);
+	}
 	return rc;
 }
 
