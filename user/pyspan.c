@@ -65,7 +65,7 @@ struct pyspan {
 		struct python_proc proc;
 		struct pywatch watch;
 	} images[PYSPAN_WATCH_IMAGES];
-	struct pywatch last_find; /* how the last search went (for -v) */
+	struct pywatch_search last_find; /* how the last search went (for -v) */
 };
 
 /* Offsets read from each version's headers (Include/cpython/funcobject.h,
@@ -594,16 +594,30 @@ static int check_hooks(const struct pyspan *p, const struct pyspan_target *t)
 	return 0;
 }
 
-/* Whether this machine's watchpoints fire, as the hook needs.
+/* Whether this machine's watchpoints fire, the step test aside.
  * PMETRICS_TEST_WATCH_UNFIRED=1 takes them as firing where they do not,
  * so that a benchmark can measure what armed watchpoints cost a program
  * with no timed call trapping (on a virtual machine that drops hits); the
  * kernel must still step past a hit. */
-static int watchpoints_fire(char *err, size_t len)
+static int watch_hits_arrive(char *err, size_t len)
 {
 	if (test_setting_on("PMETRICS_TEST_WATCH_UNFIRED"))
-		return pywatch_step_check(err, len);
-	return pywatch_fire_check(err, len);
+		return 0;
+	return pywatch_hits_arrive(err, len);
+}
+
+/* What the hook needs of the interpreter: CPython 3.11+ and
+ * PyEval_EvalCode. 0, or -errno with a one-line reason in WHY. */
+static int watch_interp_check(const struct pyspan *p, char *why, size_t len)
+{
+	int rc = pywatch_version_check(p->interp.major, p->interp.minor, p->interp.name, why, len);
+
+	if (rc || p->hooks.eval_code.vaddr)
+		return rc;
+	snprintf(why, len, "%.200s (Python %d.%d) has no PyEval_EvalCode (%s), where pmetrics sees a "
+		 "module run: use --python-hook coroutines", p->interp.name, p->interp.major,
+		 p->interp.minor, p->hooks.eval_code.detail);
+	return -ENOENT;
 }
 
 /* The watchpoint hook can run here with this interpreter, or a one-line
@@ -613,27 +627,18 @@ static int check_watches(const struct pyspan *p)
 	char err[512] = "";
 	int rc;
 
-	if ((rc = watchpoints_fire(err, sizeof(err))) ||
-	    (rc = pywatch_version_check(p->interp.major, p->interp.minor, p->interp.name, err,
-					sizeof(err)))) {
+	if ((rc = pywatch_step_check(err, sizeof(err))) ||
+	    (rc = watch_hits_arrive(err, sizeof(err))) ||
+	    (rc = watch_interp_check(p, err, sizeof(err))))
 		fprintf(stderr, "pmetrics: --python-hook watch: %s\n", err);
-		return rc;
-	}
-	if (!p->hooks.eval_code.vaddr) {
-		fprintf(stderr, "pmetrics: --python-hook watch: %s (Python %d.%d) has no "
-			"PyEval_EvalCode (%s), where pmetrics sees a module run: use --python-hook "
-			"coroutines\n", p->interp.name, p->interp.major, p->interp.minor,
-			p->hooks.eval_code.detail);
-		return -ENOENT;
-	}
-	return 0;
+	return rc;
 }
 
 /* Whether the watch hook can run for this capture, all tested before
- * anything is attached: at most two functions, CPython 3.11+ with
- * PyEval_EvalCode, a kernel that runs a BPF program on a watchpoint and
- * moves the thread past its hit, and watchpoints that fire. Else WHY
- * says what is missing. */
+ * anything is attached: at most two functions, what it needs of the
+ * interpreter, bpf_loop(), a kernel that runs a BPF program on a
+ * watchpoint and moves the thread past its hit, and watchpoints that
+ * fire. Else WHY says what is missing. */
 static bool watch_usable(const struct pyspan *p, char *why, size_t len)
 {
 	int steps;
@@ -643,12 +648,8 @@ static bool watch_usable(const struct pyspan *p, char *why, size_t len)
 			 PYSPAN_MAX_WATCHES);
 		return false;
 	}
-	if (pywatch_version_check(p->interp.major, p->interp.minor, p->interp.name, why, len))
+	if (watch_interp_check(p, why, len))
 		return false;
-	if (!p->hooks.eval_code.vaddr) {
-		snprintf(why, len, "%.200s has no PyEval_EvalCode", p->interp.name);
-		return false;
-	}
 	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) <= 0 ||
 	    test_setting_on("PMETRICS_TEST_NO_BPF_LOOP")) {
 		snprintf(why, len, "the kernel has no bpf_loop() (Linux 5.17), which the hook's "
@@ -656,13 +657,12 @@ static bool watch_usable(const struct pyspan *p, char *why, size_t len)
 		return false;
 	}
 	steps = pywatch_steps_past_bpf_hits();
-	if (steps < 0)
+	if (steps < 0) {
 		snprintf(why, len, "no BPF program runs on a watchpoint here (%s; CONFIG_BPF_EVENTS)",
 			 strerror(-steps));
-	else if (steps == 0)
-		snprintf(why, len, "the kernel does not move a thread past a watchpoint hit that runs "
-			 "BPF (arm64 before Linux 6.6)");
-	return steps == 1 && watchpoints_fire(why, len) == 0;
+		return false;
+	}
+	return pywatch_steps_verdict(steps, why, len) == 0 && watch_hits_arrive(why, len) == 0;
 }
 
 /* The preset's hook where none is asked for: watch where it can run
@@ -973,9 +973,7 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 		img->pid = pid;
 		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, module, want,
 				  first + free + points_lendable(p, slot, want), found, err, len);
-		p->last_find.last_by_module = img->watch.last_by_module;
-		p->last_find.last_scan_bytes = img->watch.last_scan_bytes;
-		p->last_find.last_main_module = img->watch.last_main_module;
+		p->last_find = img->watch.last;
 	}
 	if (img && !rc && img->watch.n_points - first > free + points_lendable(p, slot, *found)) {
 		snprintf(err, len, "--python-hook watch needs %d hardware watchpoints for these functions "
@@ -1064,7 +1062,7 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 			fprintf(stderr, "pmetrics: warning: the module of py:%s:%s ran in process %d "
 				"and did not define it%s\n", p->probes[i].module, p->probes[i].qualname,
 				(int)r->tgid, err[0] ? "" : ": check the qualified name");
-		else if (found & (1u << i) && p->last_find.last_main_module)
+		else if (found & (1u << i) && p->last_find.main_module)
 			fprintf(stderr, "pmetrics: warning: py:%s:%s is in process %d's main module, "
 				"whose body is the whole program: --python-hook watch found it only as that "
 				"ended, and timed no call of it; time functions of imported modules, or use "
@@ -1077,9 +1075,9 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 		fprintf(stderr, "pmetrics: process %d held %.1f ms while its functions were looked for "
 			"(%s%.1f MB)\n", (int)r->tgid,
 			(double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-			p->last_find.last_by_module ? "in the module's code and globals, heap read: "
+			p->last_find.by_module ? "in the module's code and globals, heap read: "
 						    : "heap read: ",
-			(double)p->last_find.last_scan_bytes / 1e6);
+			(double)p->last_find.scan_bytes / 1e6);
 	return 0;
 }
 

@@ -113,9 +113,9 @@ int pywatch_steps_past_bpf_hits(void)
 
 static volatile uint64_t fire_check_word;
 
-int pywatch_step_check(char *why, size_t len)
+int pywatch_steps_verdict(int steps, char *why, size_t len)
 {
-	if (pywatch_steps_past_bpf_hits() != 0)
+	if (steps != 0)
 		return 0;
 	snprintf(why, len, "this kernel does not move a thread past a watchpoint hit that runs a BPF "
 		 "program (a test write trapped for 2 s; arm64 before the fix of Linux 6.6): the traced "
@@ -123,13 +123,16 @@ int pywatch_step_check(char *why, size_t len)
 	return -ENOTSUP;
 }
 
-int pywatch_fire_check(char *why, size_t len)
+int pywatch_step_check(char *why, size_t len)
+{
+	return pywatch_steps_verdict(pywatch_steps_past_bpf_hits(), why, len);
+}
+
+int pywatch_hits_arrive(char *why, size_t len)
 {
 	long long seen = 0;
 	int fd, err;
 
-	if ((err = pywatch_step_check(why, len)))
-		return err;
 	fd = watchpoint_open(0, -1, (uintptr_t)&fire_check_word, HW_BREAKPOINT_LEN_8);
 	if (fd < 0) {
 		err = errno;
@@ -146,6 +149,13 @@ int pywatch_fire_check(char *why, size_t len)
 	snprintf(why, len, "this machine's hardware watchpoints never fire (0 of 10 writes seen: a "
 		 "virtual machine that does not pass debug exceptions on): use --python-hook coroutines");
 	return -ENOTSUP;
+}
+
+int pywatch_fire_check(char *why, size_t len)
+{
+	int err = pywatch_step_check(why, len);
+
+	return err ? err : pywatch_hits_arrive(why, len);
 }
 
 /* ---- a coroutine's first step --------------------------------------------- */
@@ -202,9 +212,7 @@ struct scan {
 	 * once the scan is over */
 	struct seen_function *functions;
 	size_t n_functions, cap_functions;
-	uint64_t bytes_read;
-	bool by_module; /* found from a module's code and globals: no heap scan */
-	bool main_module; /* that module is the program's main one */
+	struct pywatch_search how;
 };
 
 static bool ends_with(const char *s, const char *suffix, size_t n)
@@ -278,7 +286,7 @@ static void scan_range(struct scan *s, uint8_t *buf, uint64_t start, uint64_t en
 
 		if (python_read_memory(s->p->pid, buf, len, at))
 			continue; /* a guard page, or unmapped meanwhile */
-		s->bytes_read += len;
+		s->how.scan_bytes += len;
 		for (size_t off = 0; off + 8 <= len; off += 8) {
 			uint64_t type = word_at(buf, (uint32_t)off), obj = at + off - 8;
 
@@ -459,7 +467,7 @@ static bool scan_module(struct scan *s, const struct pywatch_module *m, uint32_t
 	uint64_t name = dict_get(s, m->globals, "__name__");
 	const char *str = name ? python_str(s->names, s->p, name) : NULL;
 
-	s->main_module = str && strcmp(str, "__main__") == 0;
+	s->how.main_module = str && strcmp(str, "__main__") == 0;
 	walk_consts(s, m->code, 0, &budget);
 	return budget > 0 && functions_by_name(s, m->globals, want);
 }
@@ -611,17 +619,15 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 	if (!(s.names = python_names_new()))
 		return -ENOMEM;
 	if (module && module->code && p->function_type && scan_module(&s, module, want)) {
-		s.by_module = true;
+		s.how.by_module = true;
 	} else {
 		scan_reset(&s);
 		rc = scan_process(&s);
-		if (!rc && !s.bytes_read)
+		if (!rc && !s.how.scan_bytes)
 			rc = -EPERM;
 	}
 	python_names_free(s.names);
-	w->last_by_module = s.by_module;
-	w->last_main_module = s.main_module;
-	w->last_scan_bytes = s.bytes_read;
+	w->last = s.how;
 	if (!rc)
 		rc = take_found(w, &s, probes, want, max_points, found, err, errlen);
 	else

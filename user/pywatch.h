@@ -37,17 +37,19 @@ struct pywatch_point {
 	int lent_to;   /* not watched while another program has its registers, or -1 */
 };
 
+/* How a search for the timed functions went. */
+struct pywatch_search {
+	bool by_module;      /* from a module's code and globals */
+	bool main_module;    /* that module is the program's main one */
+	uint64_t scan_bytes; /* heap read */
+};
+
 struct pywatch {
 	struct pywatch_point points[PYSPAN_MAX_WATCHES];
 	int n_points;
 	/* each point's links, one per CPU, each owning its perf event */
 	struct bpf_links links[PYSPAN_MAX_WATCHES];
-	/* how the last pywatch_find went: from a module, or by reading
-	 * this many bytes of the heap */
-	bool last_by_module;
-	uint64_t last_scan_bytes;
-	/* the module was the program's main one (__name__ "__main__") */
-	bool last_main_module;
+	struct pywatch_search last; /* how the last pywatch_find went */
 };
 
 /* A module whose body has just run in the process: its code object and
@@ -60,6 +62,12 @@ struct pywatch_module {
  * that cannot be tested), else -ENOTSUP with a one-line reason in WHY:
  * the hook must not run there, whatever else it is told. */
 int pywatch_step_check(char *why, size_t len);
+/* The same on the answer STEPS of pywatch_steps_past_bpf_hits(). */
+int pywatch_steps_verdict(int steps, char *why, size_t len);
+
+/* Whether a watchpoint on a word of this process fires at its writes,
+ * the step test aside: 0, or -errno with a one-line reason in WHY. */
+int pywatch_hits_arrive(char *why, size_t len);
 
 /* Whether this machine's hardware watchpoints fire: some virtual
  * machines accept them and never deliver a hit; pywatch_step_check first.
