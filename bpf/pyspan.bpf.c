@@ -919,14 +919,16 @@ HOOK_PROGRAMS(py_call, call_entry, call_exit)
  * the traced processes' hits) on each timed coroutine function's code
  * object, found in the running process, and this program runs when one
  * fires:
- * - at its first RESUME, fetched when a coroutine of it takes its first
- *   step: the thread's current frame is that coroutine's, embedded in
- *   the coroutine object, whose span opens;
+ * - at its first instruction (3.11+ the first RESUME, 3.10 GEN_START),
+ *   fetched when a coroutine of it takes its first step: the thread's
+ *   current frame is that coroutine's (3.11+ embedded in the coroutine
+ *   object, 3.10 naming it), whose span opens;
  * - at a reference count every frame of the code takes and lets go of
- *   as it is cleared, after its locals (the function object's, or where
- *   that is not one object, a closure, the code object's, which 3.12+
- *   frames let go of only when the coroutine object is freed): the open
- *   coroutines of the process that have finished end.
+ *   as it is cleared, after its locals (3.11+ the function object's, or
+ *   where that is not one object, a closure, the code object's, which
+ *   3.12+ frames let go of only when the coroutine object is freed; 3.10
+ *   the code object's, dropped as a finished coroutine's frame is
+ *   freed): the open coroutines of the process that have finished end.
  * Nothing else traps: untimed code never touches these addresses. */
 
 /* The interpreter of each watched program, by image (its forked
@@ -1061,11 +1063,29 @@ static __always_inline __u64 watch_current_frame(__u32 image, const struct py_pr
 	return frame;
 }
 
-/* The first RESUME of W's code, at ADDR, was fetched (or written: the
- * interpreter quickens a code's instructions in place) on this thread
- * now: a coroutine of it takes its first step unless its frame is past
- * that instruction already (a later step, during which the write came)
- * or was opened before (3.12 reads the instruction's two bytes apart). */
+/* The coroutine whose frame FRAME, current on this thread, is taking its
+ * first step as its code's first instruction, at ADDR, is touched; 0
+ * when it is past that (a later step). 3.11+: the frame lies inside the
+ * coroutine, and its instruction pointer is not yet past ADDR (the
+ * interpreter quickens a code's instructions in place, so a write may
+ * come during a later step). 3.10: f_lasti is -1 (a check before the
+ * first fetch) or 0 (the fetch of GEN_START, which no jump targets). */
+static __always_inline __u64 watch_first_step(const struct py_proc *p, __u64 frame, __u64 addr)
+{
+	int lasti = 1;
+
+	if (layout.gen_iframe)
+		return read_ptr(frame + p->layout.frame_instr) > addr ? 0 : frame - layout.gen_iframe;
+	if (bpf_probe_read_user(&lasti, sizeof(lasti), (void *)(frame + layout.frame_lasti)) ||
+	    lasti > 0)
+		return 0;
+	return read_ptr(frame + layout.frame_gen);
+}
+
+/* The first instruction of W's code, at ADDR, was touched on this
+ * thread now: a coroutine of it takes its first step unless it is past
+ * it already or was opened before (3.12 reads the instruction's two
+ * bytes apart; 3.10 may read it twice). */
 static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr, __u64 now)
 {
 	const struct py_proc *p = NULL;
@@ -1073,9 +1093,8 @@ static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr
 	struct coro_key k;
 
 	if (!frame || !p || read_ptr(frame + layout.frame_code) != w->code ||
-	    read_ptr(frame + p->layout.frame_instr) > addr)
+	    !(gen = watch_first_step(p, frame, addr)))
 		return;
-	gen = frame - layout.gen_iframe;
 	k = coro_key_of(gen);
 	if (bpf_map_lookup_elem(&watch_opens, &k))
 		return;
@@ -1094,7 +1113,7 @@ struct watch_end {
 
 static long watch_end_one(struct bpf_map *map, struct coro_key *k, __u64 *v, struct watch_end *e)
 {
-	if (k->tgid == e->tgid && gen_state(k->gen) >= PYSPAN_FRAME_COMPLETED) {
+	if (k->tgid == e->tgid && gen_finished(k->gen)) {
 		coro_close(k->gen, e->now);
 		bpf_map_delete_elem(map, k);
 	}

@@ -35,7 +35,7 @@
 #define PYSPAN_WATCH_OPEN_MAX 256
 
 enum pyspan_watch_kind {
-	PYSPAN_WATCH_FIRST_STEP, /* the code's first RESUME: a coroutine's first step */
+	PYSPAN_WATCH_FIRST_STEP, /* the code's first instruction: a coroutine's first step */
 	PYSPAN_WATCH_REFS,       /* a reference count each frame of the code takes and drops */
 };
 
@@ -97,7 +97,7 @@ struct pyspan_layout {
 	__u32 unicode_length; /* PyASCIIObject.length */
 	__u32 unicode_state;
 	__u32 unicode_data;   /* sizeof(PyASCIIObject): compact ASCII text */
-	__u32 pad;
+	__u32 frame_gen;      /* 3.8-3.10: PyFrameObject.f_gen, its coroutine or generator */
 };
 
 /* One py:MODULE:QUALNAME probe as the BPF matcher sees it. */

@@ -77,13 +77,16 @@ static const struct {
 } layouts[] = {
 	{ 8, { .func_code = 16, .func_qualname = 104, .gen_frame = 16, .gen_qualname = 56,
 	       .frame_code = 32, .frame_lasti = 104, .code_flags = 36, .code_filename = 104,
-	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48,
+	       .frame_gen = 96 } },
 	{ 9, { .func_code = 16, .func_qualname = 104, .gen_frame = 16, .gen_qualname = 56,
 	       .frame_code = 32, .frame_lasti = 104, .code_flags = 36, .code_filename = 104,
-	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+	       .code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48,
+	       .frame_gen = 96 } },
 	{ 10, { .func_code = 48, .func_qualname = 40, .gen_frame = 16, .gen_qualname = 48,
 		.frame_code = 32, .frame_lasti = 96, .code_flags = 36, .code_filename = 104,
-		.code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48 } },
+		.code_name = 112, .unicode_length = 16, .unicode_state = 32, .unicode_data = 48,
+		.frame_gen = 88 } },
 	{ 11, { .func_code = 48, .func_qualname = 40, .gen_iframe = 80, .gen_state = 75,
 		.state_created = -2, .gen_qualname = 40, .frame_code = 32, .code_flags = 48,
 		.code_filename = 112, .code_name = 120, .unicode_length = 16,
@@ -606,7 +609,7 @@ static int watch_hits_arrive(char *err, size_t len)
 	return pywatch_hits_arrive(err, len);
 }
 
-/* What the hook needs of the interpreter: CPython 3.11+ and
+/* What the hook needs of the interpreter: CPython 3.10+ and
  * PyEval_EvalCode. 0, or -errno with a one-line reason in WHY. */
 static int watch_interp_check(const struct pyspan *p, char *why, size_t len)
 {
