@@ -160,7 +160,7 @@ int pywatch_fire_check(char *why, size_t len)
 
 /* ---- a coroutine's first step --------------------------------------------- */
 
-/* The opcodes a coroutine's code starts with before its first RESUME. */
+/* The opcodes a 3.11+ coroutine's code starts with before its first RESUME. */
 struct prologue_ops {
 	int minor;
 	uint8_t return_generator, pop_top, make_cell, copy_free_vars, nop;
@@ -172,11 +172,17 @@ static const struct prologue_ops prologues[] = {
 	{ 13, 35, 32, 94, 62, 30 },
 };
 
+/* 3.10's GEN_START: a coroutine's code starts with it, and no jump
+ * leads back to it. */
+#define GEN_START_310 129
+
 int pywatch_first_step(const uint8_t *code, int n, int minor)
 {
 	const struct prologue_ops *ops = NULL;
 	bool generator = false;
 
+	if (minor == 10)
+		return n > 0 && code[0] == GEN_START_310 ? 0 : -1;
 	for (size_t i = 0; i < sizeof(prologues) / sizeof(prologues[0]); i++)
 		if (prologues[i].minor == minor)
 			ops = &prologues[i];
@@ -194,9 +200,9 @@ int pywatch_first_step(const uint8_t *code, int n, int minor)
 
 /* ---- finding the code objects ---------------------------------------------- */
 
-/* A live function object and its code. */
+/* A live function object, its code and its __qualname__ (a str). */
 struct seen_function {
-	uint64_t function, code;
+	uint64_t function, code, qualname;
 };
 
 struct scan {
@@ -240,28 +246,41 @@ static void scan_function(struct scan *s, uint64_t function, const uint8_t *head
 		return;
 	if (array_grow((void **)&s->functions, &s->cap_functions, s->n_functions + 1,
 		       sizeof(*s->functions)))
-		s->functions[s->n_functions++] =
-			(struct seen_function){ function, word_at(head, s->obj.func_code) };
+		s->functions[s->n_functions++] = (struct seen_function){
+			function, word_at(head, s->obj.func_code), word_at(head, s->obj.func_qualname) };
+}
+
+/* Whether probe I has found CODE already (found by two ways). */
+static bool found_already(const struct scan *s, int i, uint64_t code)
+{
+	for (int j = 0; j < s->n_found[i]; j++)
+		if (s->found[i][j] == code)
+			return true;
+	return false;
 }
 
 /* A live code object at CODE whose first CODE_HEAD bytes are HEAD: which
- * probe it is, if any. */
-static void scan_code(struct scan *s, uint64_t code, const uint8_t *head)
+ * probe it is, if any. Its qualified name is its own on 3.11+; 3.10 code
+ * has only its plain name, which a method or a function inside another
+ * may share, and QUALNAME is what the walk that found it knows (NULL,
+ * from the heap scan: matched later, through the function objects). */
+static void scan_code(struct scan *s, uint64_t code, const uint8_t *head, const char *qualname)
 {
 	const struct py_layout *L = &s->p->walk.layout;
 	uint64_t refs = word_at(head, 0);
-	const char *qualname, *file;
+	const char *file;
 	uint32_t flags;
 
 	if (refs == 0 || refs > (1ull << 40))
 		return; /* a freed block whose type word is stale */
-	qualname = python_str(s->names, s->p, word_at(head, L->code_name));
+	if (s->p->minor >= 11)
+		qualname = python_str(s->names, s->p, word_at(head, L->code_name));
 	if (!qualname)
 		return;
 	for (int i = 0; i < s->n_probes; i++) {
 		const struct pyspan_probe_cfg *c = &s->cfg[i];
 
-		if (strcmp(qualname, c->qualname) != 0)
+		if (strcmp(qualname, c->qualname) != 0 || found_already(s, i, code))
 			continue;
 		file = python_str(s->names, s->p, word_at(head, L->code_filename));
 		if (!file || !(ends_with(file, c->file_suffix, c->file_len) ||
@@ -298,7 +317,7 @@ static void scan_range(struct scan *s, uint8_t *buf, uint64_t start, uint64_t en
 			else if (python_read_memory(s->p->pid, head, CODE_HEAD, obj))
 				continue;
 			if (type == s->p->code_type)
-				scan_code(s, obj, head);
+				scan_code(s, obj, head, NULL);
 			else
 				scan_function(s, obj, head);
 		}
@@ -330,54 +349,103 @@ static int scan_process(struct scan *s)
 
 /* ---- finding them from a module that has just run ------------------------ */
 
-/* Layouts read where a module's body has just run (3.11-3.13, LP64). */
-#define CODE_CONSTS 24     /* PyCodeObject.co_consts, a tuple */
+/* Layouts read where a module's body has just run (LP64; 3.10 from its
+ * headers and Objects/dict-common.h, 3.11-3.13 from pycore_dict.h). */
 #define TUPLE_SIZE 16      /* PyVarObject.ob_size */
 #define TUPLE_ITEMS 24
 #define TYPE_DICT 264      /* PyTypeObject.tp_dict: set for every class */
 #define DICT_KEYS 32       /* PyDictObject.ma_keys */
 #define DICT_VALUES 40     /* PyDictObject.ma_values: NULL unless split */
+/* 3.11+ */
+#define CODE_CONSTS 24     /* PyCodeObject.co_consts, a tuple */
 #define KEYS_LOG2_INDEX 9  /* PyDictKeysObject.dk_log2_index_bytes */
 #define KEYS_KIND 10       /* dk_kind: 0 any keys (hash, key, value), else str keys */
 #define KEYS_NENTRIES 24
 #define KEYS_INDICES 32
+/* 3.10 */
+#define CODE_CONSTS_310 56
+#define CODE_CODE_310 48   /* PyCodeObject.co_code, a bytes object */
+#define BYTES_DATA 32      /* PyBytesObject.ob_sval */
+#define KEYS_SIZE_310 8    /* dk_size, the number of index slots */
+#define KEYS_NENTRIES_310 32
+#define KEYS_INDICES_310 40 /* one byte a slot up to 0xff slots, two to 0xffff, ... */
 /* How far the walk goes: code objects nested in code objects (a method
  * in a class body in a module is two deep), and code objects in all. */
 #define NESTING_MAX 8
 #define MODULE_CODES_MAX 8192
 #define CONSTS_MAX 65536
 
-static void walk_consts(struct scan *s, uint64_t code, int depth, int *budget);
+#define CO_OPTIMIZED 0x1 /* a function's code; a class body's lacks it */
 
-/* The code objects among the N constants in ITEMS. */
-static void walk_items(struct scan *s, const uint64_t *items, uint64_t n, int depth, int *budget)
+static void walk_consts(struct scan *s, uint64_t code, const char *prefix, int depth, int *budget);
+
+/* The code objects among the N constants in ITEMS, each named under
+ * PREFIX. */
+static void walk_items(struct scan *s, const uint64_t *items, uint64_t n, const char *prefix,
+		       int depth, int *budget)
 {
 	uint64_t type;
 
 	for (uint64_t i = 0; i < n && *budget > 0; i++)
 		if (items[i] && !python_read_memory(s->p->pid, &type, sizeof(type), items[i] + 8) &&
 		    type == s->p->code_type)
-			walk_consts(s, items[i], depth + 1, budget);
+			walk_consts(s, items[i], prefix, depth + 1, budget);
 }
 
 /* CODE and the code objects in its constants (its functions, classes'
- * bodies, and theirs), each matched as the heap scan matches them. */
-static void walk_consts(struct scan *s, uint64_t code, int depth, int *budget)
+ * bodies, and theirs), each matched as the heap scan matches them. On
+ * 3.10, which keeps no qualified name in code, its own is PREFIX and its
+ * name, as the compiler makes it (a module's body, at DEPTH 0, has
+ * none). */
+static void walk_consts(struct scan *s, uint64_t code, const char *prefix, int depth, int *budget)
 {
 	uint8_t head[CODE_HEAD];
+	char own[PYSPAN_STR_MAX], inner[PYSPAN_STR_MAX] = "";
 	uint64_t consts, n, *items;
+	const char *name;
+	uint32_t flags;
 
 	if (depth > NESTING_MAX || (*budget)-- <= 0 ||
 	    python_read_memory(s->p->pid, head, CODE_HEAD, code))
 		return;
-	scan_code(s, code, head);
-	consts = word_at(head, CODE_CONSTS);
+	if (s->p->minor >= 11) {
+		scan_code(s, code, head, NULL); /* its own co_qualname */
+	} else if (depth) {
+		name = python_str(s->names, s->p, word_at(head, s->p->walk.layout.code_name));
+		if (!name || snprintf(own, sizeof(own), "%s%s", prefix, name) >= (int)sizeof(own))
+			return;
+		scan_code(s, code, head, own);
+		memcpy(&flags, head + s->obj.code_flags, sizeof(flags));
+		if (snprintf(inner, sizeof(inner), "%s%s", own,
+			     flags & CO_OPTIMIZED ? ".<locals>." : ".") >= (int)sizeof(inner))
+			return; /* longer than any probe's name */
+	}
+	consts = word_at(head, s->p->minor == 10 ? CODE_CONSTS_310 : CODE_CONSTS);
 	if (!consts || python_read_memory(s->p->pid, &n, sizeof(n), consts + TUPLE_SIZE) ||
 	    n > CONSTS_MAX || !(items = malloc(n * sizeof(*items) + 1)))
 		return;
 	if (!python_read_memory(s->p->pid, items, n * sizeof(*items), consts + TUPLE_ITEMS))
-		walk_items(s, items, n, depth, budget);
+		walk_items(s, items, n, inner, depth, budget);
 	free(items);
+}
+
+/* Where the dict keys object KEYS (its head HEAD) holds its entries, how
+ * many (*N) and of how many words each (*WIDTH); 0 when not sound. */
+static uint64_t dict_entries(const struct scan *s, uint64_t keys, const uint8_t *head,
+			     uint64_t *n, size_t *width)
+{
+	uint64_t slots, slot_bytes;
+
+	if (s->p->minor == 10) {
+		*n = word_at(head, KEYS_NENTRIES_310);
+		*width = 3; /* hash, key, value */
+		slots = word_at(head, KEYS_SIZE_310);
+		slot_bytes = slots <= 0xff ? 1 : slots <= 0xffff ? 2 : slots <= 0xffffffffull ? 4 : 8;
+		return slots > (1ull << 32) ? 0 : keys + KEYS_INDICES_310 + slots * slot_bytes;
+	}
+	*n = word_at(head, KEYS_NENTRIES);
+	*width = head[KEYS_KIND] == 0 ? 3 : 2; /* str keys: key, value */
+	return head[KEYS_LOG2_INDEX] > 32 ? 0 : keys + KEYS_INDICES + (1ull << head[KEYS_LOG2_INDEX]);
 }
 
 /* The value dict DICT holds under the str key NAME, 0 when none: its
@@ -385,8 +453,8 @@ static void walk_consts(struct scan *s, uint64_t code, int depth, int *budget)
  * not split). */
 static uint64_t dict_get(struct scan *s, uint64_t dict, const char *name)
 {
-	uint8_t head[KEYS_INDICES];
-	uint64_t keys, values, n, found = 0, *entries;
+	uint8_t head[KEYS_INDICES_310];
+	uint64_t keys, values, n, at, found = 0, *entries;
 	size_t width;
 	const char *key;
 
@@ -394,12 +462,10 @@ static uint64_t dict_get(struct scan *s, uint64_t dict, const char *name)
 	    python_read_memory(s->p->pid, &values, sizeof(values), dict + DICT_VALUES) || !keys ||
 	    values || python_read_memory(s->p->pid, head, sizeof(head), keys))
 		return 0;
-	n = word_at(head, KEYS_NENTRIES);
-	width = head[KEYS_KIND] == 0 ? 3 : 2; /* words per entry */
-	if (n > CONSTS_MAX || head[KEYS_LOG2_INDEX] > 32 || !(entries = malloc(n * width * 8 + 1)))
+	at = dict_entries(s, keys, head, &n, &width);
+	if (!at || n > CONSTS_MAX || !(entries = malloc(n * width * 8 + 1)))
 		return 0;
-	if (python_read_memory(s->p->pid, entries, n * width * 8,
-			       keys + KEYS_INDICES + (1ull << head[KEYS_LOG2_INDEX])))
+	if (python_read_memory(s->p->pid, entries, n * width * 8, at))
 		n = 0;
 	for (uint64_t i = 0; i < n && !found; i++) {
 		const uint64_t *e = entries + i * width + (width - 2);
@@ -468,8 +534,40 @@ static bool scan_module(struct scan *s, const struct pywatch_module *m, uint32_t
 	const char *str = name ? python_str(s->names, s->p, name) : NULL;
 
 	s->how.main_module = str && strcmp(str, "__main__") == 0;
-	walk_consts(s, m->code, 0, &budget);
+	walk_consts(s, m->code, "", 0, &budget);
 	return budget > 0 && functions_by_name(s, m->globals, want);
+}
+
+/* Whether probe qualified name WANT is QUALNAME or lies in its locals. */
+static bool leads_to(const char *want, const char *qualname)
+{
+	size_t n = strlen(qualname);
+
+	return strncmp(want, qualname, n) == 0 &&
+	       (want[n] == '\0' || strncmp(want + n, ".<locals>.", 10) == 0);
+}
+
+/* 3.10, after a heap scan: the probes' code, which does not know its
+ * qualified name, found from the live function objects, which do: one
+ * named as a probe is, or the one a probe is defined in, its code
+ * walked with that name. */
+static void walk_functions(struct scan *s)
+{
+	int budget = MODULE_CODES_MAX;
+
+	for (size_t f = 0; f < s->n_functions && budget > 0; f++) {
+		const char *q = python_str(s->names, s->p, s->functions[f].qualname), *dot;
+		char prefix[PYSPAN_STR_MAX];
+		bool wanted = false;
+
+		for (int i = 0; q && i < s->n_probes && !wanted; i++)
+			wanted = leads_to(s->cfg[i].qualname, q);
+		if (!wanted)
+			continue;
+		dot = strrchr(q, '.');
+		snprintf(prefix, sizeof(prefix), "%.*s", dot ? (int)(dot - q + 1) : 0, q);
+		walk_consts(s, s->functions[f].code, prefix, 1, &budget);
+	}
 }
 
 /* The scan's findings forgotten, for another way of finding them. */
@@ -481,18 +579,20 @@ static void scan_reset(struct scan *s)
 	s->n_functions = 0;
 }
 
-/* Where the frames of CODE take and drop a reference: its function
- * object when there is one alone and there will be no other (every
- * frame holds it, and lets go of it as it is cleared, after its locals,
- * on every version), else the code object: a function defined inside
- * another ("<locals>") is a new function object at each definition, and
- * 3.12+ frames let go of the code only when the coroutine is freed. */
+/* Where the frames of CODE take and drop a reference: 3.11+ its
+ * function object when there is one alone and there will be no other
+ * (every frame holds it, and lets go of it as it is cleared, after its
+ * locals), else the code object: a function defined inside another
+ * ("<locals>") is a new function object at each definition, and 3.12+
+ * frames let go of the code only when the coroutine is freed. 3.10
+ * frames hold the code alone, and drop it as they are freed, after
+ * their locals; a finished coroutine frees its frame. */
 static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
 {
 	uint64_t function = 0;
 	size_t n = 0;
 
-	if (strstr(s->cfg[probe].qualname, "<locals>"))
+	if (s->p->minor == 10 || strstr(s->cfg[probe].qualname, "<locals>"))
 		return code;
 	for (size_t i = 0; i < s->n_functions; i++)
 		if (s->functions[i].code == code) {
@@ -502,16 +602,29 @@ static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
 	return n == 1 ? function : code;
 }
 
+/* Where code object CODE's instructions start: 3.11+ inside it, 3.10 in
+ * its co_code bytes object; 0 when unreadable. */
+static uint64_t bytecode_of(const struct python_proc *p, uint64_t code)
+{
+	uint64_t bytes = 0;
+
+	if (p->minor != 10)
+		return code + p->walk.layout.code_adaptive;
+	if (python_read_memory(p->pid, &bytes, sizeof(bytes), code + CODE_CODE_310) || !bytes)
+		return 0;
+	return bytes + BYTES_DATA;
+}
+
 /* The two points of code object CODE of probe IDX, into W. */
 static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, uint32_t idx,
 		      char *err, size_t errlen)
 {
 	const struct python_proc *p = s->p;
-	const struct py_layout *L = &p->walk.layout;
 	uint8_t units[2 * PROLOGUE_UNITS];
+	uint64_t bytecode = bytecode_of(p, code);
 	int first;
 
-	if (python_read_memory(p->pid, units, sizeof(units), code + L->code_adaptive)) {
+	if (!bytecode || python_read_memory(p->pid, units, sizeof(units), bytecode)) {
 		snprintf(err, errlen, "cannot read the bytecode of the code object at %#llx",
 			 (unsigned long long)code);
 		return -EIO;
@@ -523,7 +636,7 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 		return -ENOEXEC;
 	}
 	w->points[w->n_points++] = (struct pywatch_point){
-		code + L->code_adaptive + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
+		bytecode + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
 		PYSPAN_WATCH_FIRST_STEP, code, idx, -1 };
 	w->points[w->n_points++] = (struct pywatch_point){
 		references_of(s, (int)idx, code), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx, -1 };
@@ -586,11 +699,11 @@ int pywatch_version_check(int major, int minor, const char *name, char *err, siz
 {
 	struct pyspan_layout obj;
 
-	if (major == 3 && minor >= 11 && pyspan_layout_for(major, minor, &obj) == 0)
+	if (major == 3 && minor >= 10 && pyspan_layout_for(major, minor, &obj) == 0)
 		return 0;
-	snprintf(err, errlen, "--python-hook watch needs CPython 3.11 or newer (it finds a "
-		 "coroutine's frame inside the coroutine object); %s is %d.%d: use "
-		 "--python-hook coroutines", name, major, minor);
+	snprintf(err, errlen, "--python-hook watch needs CPython 3.10 or newer (it watches the "
+		 "instruction only a coroutine's first step runs, and those layouts are known); %s is "
+		 "%d.%d: use --python-hook coroutines", name, major, minor);
 	return -ENOTSUP;
 }
 
@@ -625,6 +738,8 @@ int pywatch_find(struct pywatch *w, const struct python_proc *p, const struct py
 		rc = scan_process(&s);
 		if (!rc && !s.how.scan_bytes)
 			rc = -EPERM;
+		if (!rc && p->minor == 10)
+			walk_functions(&s);
 	}
 	python_names_free(s.names);
 	w->last = s.how;

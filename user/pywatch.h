@@ -6,12 +6,13 @@
  * running process's memory; bpf/pyspan.bpf.c's py_watch turns the hits
  * into spans.
  *
- * Per timed function two watchpoints: its first RESUME (the first step
- * of each of its coroutines) and a reference count each of its frames
- * takes and lets go of as it is cleared (its function object's, else its
- * code object's): where a finished coroutine ends. A CPU has 4
- * (x86-64, the Flex's Cortex-A53), so two functions at most. CPython
- * 3.11+ (the frame embedded in the coroutine), `async def` functions,
+ * Per timed function two watchpoints: its first instruction after the
+ * prologue (RESUME on 3.11+, GEN_START on 3.10: the first step of each
+ * of its coroutines) and a reference count each of its frames takes and
+ * lets go of as it is cleared (its function object's, else its code
+ * object's): where a finished coroutine ends. A CPU has 4 (x86-64, the
+ * Flex's Cortex-A53), so two functions at most. CPython 3.10+,
+ * `async def` functions,
  * looked for when pmetrics attaches and again in a process whenever a
  * module of a function not yet found there has run. */
 #ifndef PMETRICS_PYWATCH_H
@@ -91,8 +92,8 @@ int pywatch_steps_past_bpf_hits(void);
  * without watchpoints. */
 void pywatch_refusal(int err, char *why, size_t len);
 
-/* 0 when the hook can read CPython MAJOR.MINOR's coroutines (3.11+,
- * whose frame is inside the coroutine object), else -ENOTSUP with a
+/* 0 when the hook knows CPython MAJOR.MINOR's coroutines (3.10+: where
+ * the first step shows, the frame's layout), else -ENOTSUP with a
  * one-line reason naming NAME in ERR. */
 int pywatch_version_check(int major, int minor, const char *name, char *err, size_t errlen);
 
@@ -126,8 +127,9 @@ void pywatch_close(struct pywatch *w);
 
 /* The first instruction of a coroutine's body in code units CODE (N of
  * them, as the interpreter holds them) of CPython 3.MINOR: past the
- * cells, free variables and RETURN_GENERATOR with its POP_TOP. Its
- * index, or -1 when the code is no coroutine's. */
+ * cells, free variables and RETURN_GENERATOR with its POP_TOP (3.11+),
+ * or its GEN_START (3.10). Its index, or -1 when the code is no
+ * coroutine's. */
 int pywatch_first_step(const uint8_t *code, int n, int minor);
 
 #endif

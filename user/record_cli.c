@@ -64,7 +64,7 @@ void record_usage(FILE *out)
 "                           functions: there a plain function is timed only\n"
 "                           when called from C (map(), callbacks, threads)\n"
 "                           watch: hardware watchpoints on each timed\n"
-"                           function's own code object (CPython 3.11+,\n"
+"                           function's own code object (CPython 3.10+,\n"
 "                           async def, at most 2 functions), set in each\n"
 "                           process once the function's module has run:\n"
 "                           only timed calls trap; untimed code costs\n"

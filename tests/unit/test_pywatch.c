@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Where the watchpoint hook watches a coroutine's first step
  * (user/pywatch.c): the instruction after the code's prologue, in code
- * units as CPython 3.11-3.13 lay them out (opcode, argument); and the
+ * units as CPython 3.10-3.13 lay them out (opcode, argument); and the
  * words for a watchpoint the kernel refuses. */
 #include <errno.h>
 #include <setjmp.h>
@@ -51,27 +51,42 @@ static void a_plain_function_has_no_first_step(void **state)
 	assert_int_equal(pywatch_first_step(prologue_only, 2, 12), -1);
 }
 
+/* 3.10 (GEN_START 129): a coroutine's code starts with GEN_START, which
+ * its first step alone runs; a plain function's does not. */
+static void a_310_coroutine_steps_first_at_its_gen_start(void **state)
+{
+	const uint8_t coroutine[] = { 129, 2, 100, 1, 83, 0 };
+	const uint8_t plain[] = { 100, 1, 83, 0 };
+
+	(void)state;
+	assert_int_equal(pywatch_first_step(coroutine, 3, 10), 0);
+	assert_int_equal(pywatch_first_step(plain, 2, 10), -1);
+	assert_int_equal(pywatch_first_step(coroutine, 0, 10), -1);
+}
+
 static void other_versions_have_none(void **state)
 {
 	const uint8_t v311[] = { 75, 0, 1, 0, 151, 0 };
 
 	(void)state;
 	assert_int_equal(pywatch_first_step(v311, 3, 10), -1);
+	assert_int_equal(pywatch_first_step(v311, 3, 9), -1);
 	assert_int_equal(pywatch_first_step(v311, 3, 14), -1);
 }
 
-/* The hook reads the frame inside a coroutine object: 3.11 to 3.13; any
- * other version is refused naming the interpreter and the other hook. */
-static void only_versions_with_the_frame_inside_are_watched(void **state)
+/* The hook knows where a coroutine's first step shows, and its frame:
+ * 3.10 to 3.13; any other version is refused naming the interpreter and
+ * the other hook. */
+static void only_versions_whose_first_step_is_known_are_watched(void **state)
 {
 	char err[256];
 
 	(void)state;
-	for (int minor = 11; minor <= 13; minor++)
+	for (int minor = 10; minor <= 13; minor++)
 		assert_int_equal(pywatch_version_check(3, minor, "python3", err, sizeof(err)), 0);
-	assert_int_equal(pywatch_version_check(3, 10, "libpython3.10.so.1.0", err, sizeof(err)),
+	assert_int_equal(pywatch_version_check(3, 9, "libpython3.9.so.1.0", err, sizeof(err)),
 			 -ENOTSUP);
-	assert_non_null(strstr(err, "libpython3.10.so.1.0 is 3.10"));
+	assert_non_null(strstr(err, "libpython3.9.so.1.0 is 3.9"));
 	assert_non_null(strstr(err, "use --python-hook coroutines"));
 	assert_int_equal(pywatch_version_check(3, 14, "python3.14", err, sizeof(err)), -ENOTSUP);
 	assert_int_equal(pywatch_version_check(2, 7, "python2.7", err, sizeof(err)), -ENOTSUP);
@@ -124,8 +139,9 @@ int main(void)
 		cmocka_unit_test(a_plain_coroutine_steps_first_at_its_resume),
 		cmocka_unit_test(cells_and_free_variables_come_first),
 		cmocka_unit_test(a_plain_function_has_no_first_step),
+		cmocka_unit_test(a_310_coroutine_steps_first_at_its_gen_start),
 		cmocka_unit_test(other_versions_have_none),
-		cmocka_unit_test(only_versions_with_the_frame_inside_are_watched),
+		cmocka_unit_test(only_versions_whose_first_step_is_known_are_watched),
 		cmocka_unit_test(a_refusal_names_its_cause),
 		cmocka_unit_test(a_watched_write_gets_past_its_bpf_hit),
 	};
