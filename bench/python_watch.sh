@@ -21,11 +21,11 @@ trap 'rm -rf "$out"' EXIT
 source "$here/lib.sh"
 
 pythons=()
-for v in 3.11 3.12 3.13; do
+for v in 3.10 3.11 3.12 3.13; do
 	py=$(interpreter $v)
 	[ -n "$py" ] && pythons+=("$py")
 done
-[ ${#pythons[@]} -gt 0 ] || { echo "python watch bench skipped: no pyenv CPython 3.11-3.13"; exit 0; }
+[ ${#pythons[@]} -gt 0 ] || { echo "python watch bench skipped: no pyenv CPython 3.10-3.13"; exit 0; }
 gcc -O2 -o "$out/watcher" "$here/watchpoints/watcher.c" || exit 1
 # Scale 1 natively (at 0.2 the CPU time is a few 10 ms ticks); 0.2 on the
 # emulated CPU, some 30x slower, where only the counts are the result.

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # timeout: 1500
 # Python spans by hardware watchpoints (--python-hook watch) against
-# pmtest.timed, attached with --pid, for each pyenv CPython 3.11-3.13
-# installed (3.12 also with its libpython stripped as the robot's image
-# strips it): exactly one row per call of the two timed coroutine
+# pmtest.timed, attached with --pid, for each pyenv CPython 3.10-3.13
+# installed (3.10 and 3.12 also with their libpython stripped as the
+# robot's image strips it, 3.10 also launched): exactly one row per call of the two timed coroutine
 # functions (nest 6 deep in itself; step as tasks, gathered, raising,
 # cancelled, thrown through, closed, freed while suspended), each holding
 # the function's own in-process interval (span_refs.py), none for the
@@ -235,20 +235,25 @@ check_refusals() {
 
 run_checks() {
 	local minor py lib first=""
-	for minor in 11 12 13; do
+	for minor in 10 11 12 13; do
 		py=$(interpreter "3.$minor")
 		if [ -z "$py" ]; then t_begin "watch.py3$minor"; t_skip "no pyenv Python 3.$minor installed"; continue; fi
 		check_watch "watch.py3$minor" "$py"
 		check_preset "watch.py3$minor.preset" "$py"
 		first=${first:-$py}
 	done
-	py=$(interpreter 3.12)
-	lib=$(stripped_copy 12)
-	if [ -n "$py" ] && [ -n "$lib" ]; then
-		check_watch watch.py312.stripped "$py" LD_LIBRARY_PATH="$lib"
-	else
-		t_begin watch.py312.stripped; t_skip "no pyenv Python 3.12 libpython to strip"
-	fi
+	for minor in 10 12; do
+		py=$(interpreter "3.$minor")
+		lib=$(stripped_copy "$minor")
+		if [ -n "$py" ] && [ -n "$lib" ]; then
+			check_watch "watch.py3$minor.stripped" "$py" LD_LIBRARY_PATH="$lib"
+		else
+			t_begin "watch.py3$minor.stripped"; t_skip "no pyenv Python 3.$minor libpython to strip"
+		fi
+	done
+	# the robot's older software runs 3.10: found as its module runs too
+	py=$(interpreter 3.10)
+	[ -z "$py" ] || check_launch watch.py310.launch "$py"
 	if [ -n "$first" ]; then
 		# the builds for a kernel without BTF (no kernel struct read)
 		PMETRICS_TEST_NO_BTF=1 check_watch watch.nobtf "$first"
@@ -261,10 +266,10 @@ run_checks() {
 		check_children watch.children "$first"
 		check_children watch.no_children "$first" --no-children
 	fi
-	py=$(interpreter 3.10)
+	py=$(interpreter 3.9)
 	if [ -n "$py" ]; then
 		start_scenario "$py" "$T_TMP/go.old" "$T_TMP/old.py" "$T_TMP" &&
-			expect_refusal watch.py310 "needs CPython 3.11 or newer" \
+			expect_refusal watch.py39 "needs CPython 3.10 or newer" \
 				--python-hook watch "${PROBES[@]}" --pid "$PYPID"
 		stop_scenario "$T_TMP/go.old"
 	fi
