@@ -1158,7 +1158,7 @@ static __always_inline void say_ended(__u32 tgid)
 	r->tgid = (__u32)(loader_pid_tgid() >> 32);
 	r->kernel_tgid = tgid;
 	r->probes = 0;
-	r->pad = 0;
+	r->at_start = 0;
 	r->code = 0;
 	r->globals = 0;
 	bpf_ringbuf_submit(r, 0);
@@ -1323,37 +1323,17 @@ static __always_inline __u32 module_probes(__u64 code, __u32 want)
 	return mask;
 }
 
-/* PyEval_EvalCode(code, globals, locals) */
-SEC("uprobe")
-int BPF_KPROBE(py_module_run, __u64 code, __u64 globals)
+/* The current process, running module RUN's body, is stopped and user
+ * space asked to look for PROBES there (AT_START: as the body starts,
+ * else as it returns). */
+static __always_inline void ask_about_module(const struct module_run *run, __u32 probes,
+					     __u32 at_start)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct module_run_key k = { PT_REGS_SP(ctx), (__u32)id, 0 };
-	struct module_run run = { code, globals, 0, 0 };
-	struct pyspan_watch_proc *w;
-	__u32 all = n_probes >= 32 ? ~0u : (1u << n_probes) - 1;
-
-	if (!code || !traced_current())
-		return 0;
-	w = watch_proc_of((__u32)(id >> 32));
-	run.probes = module_probes(code, all & ~(w ? w->found : 0));
-	if (run.probes)
-		bpf_map_update_elem(&module_runs, &k, &run, BPF_ANY);
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(py_module_ran)
-{
-	struct module_run_key k = { entry_sp_of_return(ctx), (__u32)bpf_get_current_pid_tgid(), 0 };
-	struct module_run *run = bpf_map_lookup_elem(&module_runs, &k);
 	struct pyspan_watch_request *r;
 	bool asking;
 	__u32 tgid;
 	__u8 yes = 1;
 
-	if (!run)
-		return 0;
 	/* a map key from the stack: kernels before 6.2 refuse one in ring
 	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
 	 * could not let it go on */
@@ -1362,19 +1342,62 @@ int BPF_KRETPROBE(py_module_ran)
 	r = asking ? bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0) : NULL;
 	if (asking && !r)
 		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
-	if (r) {
-		r->tgid = tgid;
-		r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-		r->probes = run->probes;
-		r->pad = 0;
-		r->code = run->code;
-		r->globals = run->globals;
-		/* stopped before user space can hear of it: its SIGCONT then
-		 * cancels the stop whenever it comes */
-		bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
-		bpf_send_signal(PYSPAN_SIGSTOP);
-		bpf_ringbuf_submit(r, 0);
-	}
+	if (!r)
+		return;
+	r->tgid = tgid;
+	r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	r->probes = probes;
+	r->at_start = at_start;
+	r->code = run->code;
+	r->globals = run->globals;
+	/* stopped before user space can hear of it: its SIGCONT then cancels
+	 * the stop whenever it comes */
+	bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
+	bpf_send_signal(PYSPAN_SIGSTOP);
+	bpf_ringbuf_submit(r, 0);
+}
+
+/* The probes among WANT not yet looked for in process TGID. */
+static __always_inline __u32 not_found_yet(__u32 tgid, __u32 want)
+{
+	struct pyspan_watch_proc *w = watch_proc_of(tgid);
+
+	return want & ~(w ? w->found : 0);
+}
+
+/* PyEval_EvalCode(code, globals, locals) */
+SEC("uprobe")
+int BPF_KPROBE(py_module_run, __u64 code, __u64 globals)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct module_run_key k = { PT_REGS_SP(ctx), (__u32)id, 0 };
+	struct module_run run = { code, globals, 0, 0 };
+	__u32 all = n_probes >= 32 ? ~0u : (1u << n_probes) - 1;
+
+	if (!code || !traced_current())
+		return 0;
+	run.probes = module_probes(code, not_found_yet((__u32)(id >> 32), all));
+	if (!run.probes)
+		return 0;
+	bpf_map_update_elem(&module_runs, &k, &run, BPF_ANY);
+	ask_about_module(&run, run.probes, 1);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(py_module_ran)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct module_run_key k = { entry_sp_of_return(ctx), (__u32)id, 0 };
+	struct module_run *run = bpf_map_lookup_elem(&module_runs, &k);
+	__u32 probes;
+
+	if (!run)
+		return 0;
+	/* those found as the body started (the main module's) are watched */
+	probes = not_found_yet((__u32)(id >> 32), run->probes);
+	if (probes)
+		ask_about_module(run, probes, 0);
 	bpf_map_delete_elem(&module_runs, &k);
 	return 0;
 }

@@ -62,16 +62,18 @@ struct pyspan_watch_proc {
 	__u32 found; /* the probes whose functions were looked for there, a bit each */
 };
 
-/* A traced process ran the module of a probe not yet watched there and
- * was stopped (SIGSTOP) as the module's body returned: user space finds
- * the functions, watches them, and lets it go on (SIGCONT). With no
- * probes: a process of a watched program ended (what its program held
- * may go back). */
+/* A traced process runs the module of a probe not yet watched there and
+ * was stopped (SIGSTOP) as the module's body starts, and again as it
+ * returns: user space finds the functions, watches them, and lets it go
+ * on (SIGCONT). At the start only the program's main module is looked
+ * into (its body is the whole program, so its end is too late); at the
+ * return, any other. With no probes: a process of a watched program
+ * ended (what its program held may go back). */
 struct pyspan_watch_request {
 	__u32 tgid;        /* in the loader's PID namespace */
 	__u32 kernel_tgid; /* the watch_images key */
 	__u32 probes;      /* the probes of that module, a bit each */
-	__u32 pad;
+	__u32 at_start;    /* 1: as the body starts; 0: as it returns */
 	__u64 code;        /* the module's code object: its functions' code is in co_consts */
 	__u64 globals;     /* its globals: its functions and classes by name */
 };

@@ -1040,6 +1040,30 @@ int pyspan_watch_requests_fd(const struct pyspan *p)
 	return p && p->watching ? own_map_fd(p, "watch_requests") : -1;
 }
 
+static double ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* Whether request R's module, whose body starts, is its program's main
+ * one: its functions are looked for now, the end of its body being the
+ * program's. Any other is looked into as its body returns. */
+static bool starts_main_module(const struct pyspan *p, const struct pyspan_watch_request *r)
+{
+	struct python_proc proc = { .pid = (pid_t)r->tgid, .major = p->interp.major,
+				    .minor = p->interp.minor };
+
+	return python_layout_for(proc.major, proc.minor, &proc.walk.layout) == 0 &&
+	       pywatch_is_main_module(&proc, r->globals);
+}
+
+/* Process TGID, stopped for a request, goes on. */
+static void let_go(const struct pyspan *p, __u32 tgid)
+{
+	kill((pid_t)tgid, SIGCONT);
+	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &tgid);
+}
+
 int pyspan_watch_request(void *ctx, void *data, size_t size)
 {
 	const struct pyspan_watch_request *r = data;
@@ -1056,7 +1080,16 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	module = (struct pywatch_module){ r->code, r->globals };
+	if (r->at_start && !starts_main_module(p, r)) {
+		let_go(p, r->tgid);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (p->verbose)
+			fprintf(stderr, "pmetrics: process %d held %.3f ms as a module of a timed "
+				"function started (not the main module: looked into as it returns)\n",
+				(int)r->tgid, ms_between(&t0, &t1));
+		return 0;
+	}
+	module = (struct pywatch_module){ r->code, r->globals, r->at_start != 0 };
 	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, &module, &found, err,
 			  sizeof(err)))
 		fprintf(stderr, "pmetrics: warning: --python-hook watch: %s\n", err);
@@ -1065,19 +1098,17 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 			fprintf(stderr, "pmetrics: warning: the module of py:%s:%s ran in process %d "
 				"and did not define it%s\n", p->probes[i].module, p->probes[i].qualname,
 				(int)r->tgid, err[0] ? "" : ": check the qualified name");
-		else if (found & (1u << i) && p->last_find.main_module)
+		else if (found & (1u << i) && p->last_find.main_module && !r->at_start)
 			fprintf(stderr, "pmetrics: warning: py:%s:%s is in process %d's main module, "
 				"whose body is the whole program: --python-hook watch found it only as that "
 				"ended, and timed no call of it; time functions of imported modules, or use "
 				"the default hook\n", p->probes[i].module, p->probes[i].qualname,
 				(int)r->tgid);
-	kill((pid_t)r->tgid, SIGCONT);
-	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &r->tgid);
+	let_go(p, r->tgid);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (p->verbose)
 		fprintf(stderr, "pmetrics: process %d held %.1f ms while its functions were looked for "
-			"(%s%.1f MB)\n", (int)r->tgid,
-			(double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+			"(%s%.1f MB)\n", (int)r->tgid, ms_between(&t0, &t1),
 			p->last_find.by_module ? "in the module's code and globals, heap read: "
 						    : "heap read: ",
 			(double)p->last_find.scan_bytes / 1e6);

@@ -524,18 +524,35 @@ static bool functions_by_name(struct scan *s, uint64_t globals, uint32_t want)
 	return true;
 }
 
-/* The probes' code from the module that just ran, its function objects
- * from its globals: no heap scan. False when that does not find all it
- * must (the caller scans then). */
+/* Whether the module of globals dict GLOBALS is named "__main__". */
+static bool names_main(struct scan *s, uint64_t globals)
+{
+	uint64_t name = dict_get(s, globals, "__name__");
+	const char *str = name ? python_str(s->names, s->p, name) : NULL;
+
+	return str && strcmp(str, "__main__") == 0;
+}
+
+bool pywatch_is_main_module(const struct python_proc *p, uint64_t globals)
+{
+	struct scan s = { .p = p, .names = python_names_new() };
+	bool main = s.names && names_main(&s, globals);
+
+	python_names_free(s.names);
+	return main;
+}
+
+/* The probes' code from a module's code: no heap scan. As its body
+ * returns, their function objects from its globals; as it starts, none
+ * is defined yet, and their frames' references are their code's. False
+ * when that does not find all it must (the caller scans then). */
 static bool scan_module(struct scan *s, const struct pywatch_module *m, uint32_t want)
 {
 	int budget = MODULE_CODES_MAX;
-	uint64_t name = dict_get(s, m->globals, "__name__");
-	const char *str = name ? python_str(s->names, s->p, name) : NULL;
 
-	s->how.main_module = str && strcmp(str, "__main__") == 0;
+	s->how.main_module = names_main(s, m->globals);
 	walk_consts(s, m->code, "", 0, &budget);
-	return budget > 0 && functions_by_name(s, m->globals, want);
+	return budget > 0 && (m->at_start || functions_by_name(s, m->globals, want));
 }
 
 /* Whether probe qualified name WANT is QUALNAME or lies in its locals. */

@@ -57,7 +57,15 @@ struct pywatch {
  * its globals (the dict). */
 struct pywatch_module {
 	uint64_t code, globals;
+	/* its body only starts: its functions are not defined yet, their
+	 * code is (its constants) */
+	bool at_start;
 };
+
+/* Whether the module whose globals dict is GLOBALS in process P (of
+ * which only the pid and version are read) is the program's main one
+ * (its __name__ is "__main__"). */
+bool pywatch_is_main_module(const struct python_proc *p, uint64_t globals);
 
 /* 0 when the kernel moves a thread past a BPF-handled watchpoint hit (or
  * that cannot be tested), else -ENOTSUP with a one-line reason in WHY:
