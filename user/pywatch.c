@@ -396,7 +396,8 @@ static void walk_items(struct scan *s, const uint64_t *items, uint64_t n, const 
  * bodies, and theirs), each matched as the heap scan matches them. On
  * 3.10, which keeps no qualified name in code, its own is PREFIX and its
  * name, as the compiler makes it (a module's body, at DEPTH 0, has
- * none). */
+ * none; a function its outer one declares `global`, named by its own
+ * name alone, is not matched by this walk). */
 static void walk_consts(struct scan *s, uint64_t code, const char *prefix, int depth, int *budget)
 {
 	uint8_t head[CODE_HEAD];
@@ -575,11 +576,16 @@ static void walk_functions(struct scan *s)
 	for (size_t f = 0; f < s->n_functions && budget > 0; f++) {
 		const char *q = python_str(s->names, s->p, s->functions[f].qualname), *dot;
 		char prefix[PYSPAN_STR_MAX];
+		uint64_t type = 0;
 		bool wanted = false;
 
 		for (int i = 0; q && i < s->n_probes && !wanted; i++)
 			wanted = leads_to(s->cfg[i].qualname, q);
-		if (!wanted)
+		/* the scan ran on while the process did: a function object
+		 * freed meanwhile may name a block that is no code any more */
+		if (!wanted || python_read_memory(s->p->pid, &type, sizeof(type),
+						  s->functions[f].code + 8) ||
+		    type != s->p->code_type)
 			continue;
 		dot = strrchr(q, '.');
 		snprintf(prefix, sizeof(prefix), "%.*s", dot ? (int)(dot - q + 1) : 0, q);
@@ -641,17 +647,28 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 	uint64_t bytecode = bytecode_of(p, code);
 	int first;
 
-	if (!bytecode || python_read_memory(p->pid, units, sizeof(units), bytecode)) {
+	/* 3.10: the first unit alone, which even the shortest code has */
+	if (!bytecode || python_read_memory(p->pid, units, p->minor == 10 ? 2 : sizeof(units),
+					    bytecode)) {
 		snprintf(err, errlen, "cannot read the bytecode of the code object at %#llx",
 			 (unsigned long long)code);
 		return -EIO;
 	}
-	first = pywatch_first_step(units, PROLOGUE_UNITS, p->minor);
+	first = pywatch_first_step(units, p->minor == 10 ? 1 : PROLOGUE_UNITS, p->minor);
 	if (first < 0) {
 		snprintf(err, errlen, "the code object at %#llx does not start as a coroutine's does",
 			 (unsigned long long)code);
 		return -ENOEXEC;
 	}
+	/* 3.10 merges a module's identical bytecode into one object */
+	for (int i = 0; i < w->n_points; i++)
+		if (w->points[i].addr == bytecode + 2 * (uint64_t)first && w->points[i].code != code) {
+			snprintf(err, errlen, "two timed functions in process %d, %s and another, have "
+				 "the same bytecode, which CPython %d.%d keeps once: the watch hook cannot "
+				 "tell their first steps apart: use --python-hook coroutines",
+				 (int)p->pid, s->cfg[idx].qualname, p->major, p->minor);
+			return -EEXIST;
+		}
 	w->points[w->n_points++] = (struct pywatch_point){
 		bytecode + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
 		PYSPAN_WATCH_FIRST_STEP, code, idx, -1 };
