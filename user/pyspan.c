@@ -64,6 +64,11 @@ struct pyspan {
 		pid_t pid; /* where it was found; its forked children share it */
 		struct python_proc proc;
 		struct pywatch watch;
+		/* probes found in the main module as its body started: a
+		 * module of the same file run later (the main module imported
+		 * again under its own name, as uvicorn.run("main:app") does,
+		 * whose functions are the ones called) takes their points */
+		__u32 provisional;
 	} images[PYSPAN_WATCH_IMAGES];
 	struct pywatch_search last_find; /* how the last search went (for -v) */
 };
@@ -922,6 +927,67 @@ static void say_watched(const struct pyspan *p, const struct watch_image *img, i
 	}
 }
 
+/* The two points of probe IDX in W, at *FS and *REFS; false unless it
+ * has exactly those. */
+static bool probe_points(struct pywatch *w, __u32 idx, int *fs, int *refs)
+{
+	int n = 0;
+
+	for (int i = 0; i < w->n_points; i++)
+		if (w->points[i].idx == idx) {
+			n++;
+			*(w->points[i].kind == PYSPAN_WATCH_FIRST_STEP ? fs : refs) = i;
+		}
+	return n == 2;
+}
+
+/* Program SLOT's provisional probes in MASK found again in MODULE, a
+ * module of their file that has just run: their points move there.
+ * Which moved. */
+static __u32 retake_provisional(struct pyspan *p, int slot, const struct pywatch_module *module,
+				__u32 mask)
+{
+	struct watch_image *img = &p->images[slot];
+	struct pywatch fresh;
+	__u32 found = 0;
+	char err[512];
+
+	memset(&fresh, 0, sizeof(fresh));
+	if (pywatch_find(&fresh, &img->proc, p->probes, p->n_probes, module, mask,
+			 PYSPAN_MAX_WATCHES, &found, err, sizeof(err)))
+		return 0;
+	for (__u32 i = 0; i < (__u32)p->n_probes; i++) {
+		int old[2] = { -1, -1 }, now[2] = { -1, -1 };
+
+		if (!(found & (1u << i)) || !probe_points(&img->watch, i, &old[0], &old[1]) ||
+		    !probe_points(&fresh, i, &now[0], &now[1])) {
+			found &= ~(1u << i);
+			continue;
+		}
+		for (int k = 0; k < 2; k++) {
+			struct pywatch_point *pt = &img->watch.points[old[k]];
+
+			if (pt->addr == fresh.points[now[k]].addr)
+				continue; /* the main module's own end */
+			if (pt->lent_to < 0)
+				point_unwatch(p, slot, old[k]);
+			pt->addr = fresh.points[now[k]].addr;
+			pt->code = fresh.points[now[k]].code;
+			if (pt->lent_to < 0 && point_watch(p, slot, old[k]))
+				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: "
+					"py:%s:%s could not be watched in its module imported again\n",
+					(int)img->pid, p->probes[i].module, p->probes[i].qualname);
+			else if (p->verbose)
+				fprintf(stderr, "pmetrics: watching %#llx in process %d instead (py:%s:%s: "
+					"its module imported again after the main module)\n",
+					(unsigned long long)pt->addr, (int)img->pid, p->probes[i].module,
+					p->probes[i].qualname);
+		}
+	}
+	img->provisional &= ~found;
+	return found;
+}
+
 /* A program for process PID: the one it runs already, or a free one. */
 static int image_for(struct pyspan *p, pid_t pid, const struct pyspan_watch_proc *known,
 		     char *err, size_t len)
@@ -956,8 +1022,10 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 	int fd = own_map_fd(p, "watch_images"), slot, first = 0, rc = 0, free;
 	struct pyspan_watch_proc known = { PYSPAN_WATCH_NO_IMAGE, 0 };
 	struct watch_image *img = NULL;
+	__u32 moved = 0, again;
 
 	*found = 0;
+	memset(&p->last_find, 0, sizeof(p->last_find));
 	release_ended_images(p);
 	bpf_map_lookup_elem(fd, &ktgid, &known);
 	want &= ~known.found;
@@ -971,8 +1039,13 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 		    !err[0])
 			snprintf(err, len, "process %d runs no CPython", (int)pid);
 	}
+	again = img && !rc && module && !module->at_start ? want & img->provisional : 0;
+	if (again) {
+		moved = retake_provisional(p, slot, module, again);
+		want &= ~again; /* watched already, moved or not */
+	}
 	free = PYSPAN_MAX_WATCHES - points_in_use(p);
-	if (img && !rc) {
+	if (img && !rc && want) {
 		img->pid = pid;
 		rc = pywatch_find(&img->watch, &img->proc, p->probes, p->n_probes, module, want,
 				  first + free + points_lendable(p, slot, want), found, err, len);
@@ -997,7 +1070,12 @@ static int watch_program(struct pyspan *p, pid_t pid, __u32 ktgid, __u32 want,
 		if (!img->used)
 			release_image(p, slot);
 	}
-	known.found |= module ? want : *found;
+	if (module && module->at_start) { /* looked for again as modules of their file run */
+		if (img && img->used && !rc)
+			img->provisional |= *found;
+	} else
+		known.found |= (module ? want : *found) | moved;
+	*found |= moved;
 	bpf_map_update_elem(fd, &ktgid, &known, BPF_ANY);
 	/* one that ended meanwhile would hold its program's registers */
 	if (kill(pid, 0) && errno == ESRCH)
@@ -1060,8 +1138,9 @@ static bool starts_main_module(const struct pyspan *p, const struct pyspan_watch
 /* Process TGID, stopped for a request, goes on. */
 static void let_go(const struct pyspan *p, __u32 tgid)
 {
-	kill((pid_t)tgid, SIGCONT);
+	/* first: once going on, it may be stopped for another request */
 	bpf_map_delete_elem(own_map_fd(p, "watch_stopped"), &tgid);
+	kill((pid_t)tgid, SIGCONT);
 }
 
 int pyspan_watch_request(void *ctx, void *data, size_t size)
