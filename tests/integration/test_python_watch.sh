@@ -127,21 +127,26 @@ check_exec_children() {
 	else t_fail "want 4 watchpoints in each of 3 children and the parent's note: $(grep '^pmetrics: \(watching\|py:\)' "$PM_ERR" | tr '\n' ' ')"; fi
 }
 
-# check_main_module TAG PY: timed functions in the program's main module
-# (python -m pmtest.timed), whose body is the whole program: they are
-# looked for as that body starts, from its code's constants, and timed
-# as any other.
+# check_main_module TAG PY [imported]: timed functions in the program's
+# main module (python -m pmtest.timed), whose body is the whole program:
+# they are looked for as that body starts, from its code's constants,
+# and timed as any other. With "imported" the program imports its own
+# file again under its own name and runs that copy's functions, as
+# uvicorn.run("main:app") does: the points move there.
 check_main_module() {
-	local tag="$1" py="$2" out refs
+	local tag="$1" py="$2" imported="${3:+1}" out refs
 	out=$(fresh_dir); refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	t_begin "$tag.run"
-	if ! PMTEST_REFS="$refs" PYTHONPATH="$ROOT/tests/progs/py" pm_start -o "$out" \
+	if ! PMTEST_RUN_IMPORTED="$imported" PMTEST_REFS="$refs" PYTHONPATH="$ROOT/tests/progs/py" pm_start -o "$out" \
 		--python-hook watch "${PROBES[@]}" -- "$py" -m pmtest.timed; then
 		t_fail "pmetrics did not start: $(grep -v '^libbpf' "$PM_ERR" | tail -n 2)"; return
 	fi
 	if ! pm_wait; then t_fail "pmetrics exited non-zero: $(tail -n 2 "$PM_ERR")"; return; fi
-	if grep -q "main module" "$PM_ERR"; then
-		t_fail "warned: $(grep 'main module' "$PM_ERR")"; return
+	if grep -q "main module, whose body is the whole program" "$PM_ERR"; then
+		t_fail "warned: $(grep 'whole program' "$PM_ERR")"; return
+	fi
+	if [ -n "$imported" ] && ! grep -q "instead (py:pmtest.timed:nest: its module imported again" "$PM_ERR"; then
+		t_fail "the points did not move to the module imported again"; return
 	fi
 	t_pass
 	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" NEST=6 STEP=11
@@ -243,7 +248,7 @@ run_checks() {
 		if [ -z "$py" ]; then t_begin "watch.py3$minor"; t_skip "no pyenv Python 3.$minor installed"; continue; fi
 		check_watch "watch.py3$minor" "$py"
 		check_preset "watch.py3$minor.preset" "$py"
-		first=${first:-$py}
+		[ "$minor" -lt 11 ] || first=${first:-$py}
 	done
 	for minor in 10 12; do
 		py=$(interpreter "3.$minor")
@@ -256,7 +261,11 @@ run_checks() {
 	done
 	# the robot's older software runs 3.10: found as its module runs too
 	py=$(interpreter 3.10)
-	[ -z "$py" ] || check_launch watch.py310.launch "$py"
+	if [ -n "$py" ]; then
+		check_launch watch.py310.launch "$py"
+		check_main_module watch.py310.main_module "$py"
+		check_main_module watch.py310.main_module.imported_again "$py" imported
+	fi
 	if [ -n "$first" ]; then
 		# the builds for a kernel without BTF (no kernel struct read)
 		PMETRICS_TEST_NO_BTF=1 check_watch watch.nobtf "$first"
@@ -265,6 +274,7 @@ run_checks() {
 		check_preset watch.launch.preset "$first" launch
 		check_exec_children watch.exec_children "$first"
 		check_main_module watch.main_module "$first"
+		check_main_module watch.main_module.imported_again "$first" imported
 		check_refusals "$first"
 		check_children watch.children "$first"
 		check_children watch.no_children "$first" --no-children
