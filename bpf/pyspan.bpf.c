@@ -1063,6 +1063,77 @@ static __always_inline __u64 watch_current_frame(__u32 image, const struct py_pr
 	return frame;
 }
 
+/* What user space is told: a process to look for timed functions in
+ * (stopped meanwhile), or one of a watched program that ended, whose
+ * watchpoints may go back (no probes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} watch_requests SEC(".maps");
+
+/* Set by user space as the capture ends: no process is stopped any
+ * more (none would be let go on). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} watch_closing_flag SEC(".maps");
+
+static __always_inline bool watch_closing(void)
+{
+	__u32 zero = 0, *closing = bpf_map_lookup_elem(&watch_closing_flag, &zero);
+
+	return !closing || *closing;
+}
+
+/* Processes stopped for a request not yet answered: what user space lets
+ * go on when it closes, whatever happened to the request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);  /* tgid in the loader's PID namespace */
+	__type(value, __u8);
+} watch_stopped SEC(".maps");
+
+#define PYSPAN_SIGSTOP 19 /* the same on x86-64 and arm64 */
+
+/* The current process is stopped (SIGSTOP) and user space asked what
+ * ASK says, about PROBES, at CODE, GLOBALS, FUNCTION and COROUTINE (see
+ * struct pyspan_watch_request); it lets the process go on (SIGCONT). */
+static __always_inline void stop_and_ask(__u32 probes, __u32 ask, __u64 code, __u64 globals,
+					 __u64 function, __u64 coroutine)
+{
+	struct pyspan_watch_request *r;
+	bool asking;
+	__u32 tgid;
+	__u8 yes = 1;
+
+	/* a map key from the stack: kernels before 6.2 refuse one in ring
+	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
+	 * could not let it go on */
+	tgid = (__u32)(loader_pid_tgid() >> 32);
+	asking = tgid && !watch_closing();
+	r = asking ? bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0) : NULL;
+	if (asking && !r)
+		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
+	if (!r)
+		return;
+	r->tgid = tgid;
+	r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	r->probes = probes;
+	r->ask = ask;
+	r->code = code;
+	r->globals = globals;
+	r->function = function;
+	r->coroutine = coroutine;
+	/* stopped before user space can hear of it: its SIGCONT then cancels
+	 * the stop whenever it comes */
+	bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
+	bpf_send_signal(PYSPAN_SIGSTOP);
+	bpf_ringbuf_submit(r, 0);
+}
+
 /* The coroutine whose frame FRAME, current on this thread, is taking its
  * first step as its code's first instruction, at ADDR, is touched; 0
  * when it is past that (a later step). 3.11+: the frame lies inside the
@@ -1085,8 +1156,11 @@ static __always_inline __u64 watch_first_step(const struct py_proc *p, __u64 fra
 /* The first instruction of W's code, at ADDR, was touched on this
  * thread now: a coroutine of it takes its first step unless it is past
  * it already or was opened before (3.12 reads the instruction's two
- * bytes apart; 3.10 may read it twice). */
-static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr, __u64 now)
+ * bytes apart; 3.10 may read it twice). The first such step of a
+ * function whose references are watched at its code object (3.12+,
+ * found before its function object existed) hands that object, which
+ * its frame holds, to user space, once. */
+static __always_inline void watch_start(struct pyspan_watch *w, __u64 addr, __u64 now)
 {
 	const struct py_proc *p = NULL;
 	__u64 frame = watch_current_frame(w->image, &p), gen;
@@ -1103,6 +1177,11 @@ static __always_inline void watch_start(const struct pyspan_watch *w, __u64 addr
 		return;
 	}
 	coro_open(gen, w->idx, (__u32)bpf_get_current_pid_tgid(), now, w->code);
+	if ((w->flags & PYSPAN_WATCH_ASK_FUNCTION) && layout.frame_func) {
+		w->flags &= ~PYSPAN_WATCH_ASK_FUNCTION;
+		stop_and_ask(1u << w->idx, PYSPAN_ASK_FUNCTION, w->code, 0,
+			     read_ptr(frame + layout.frame_func), gen);
+	}
 }
 
 struct watch_end {
@@ -1141,13 +1220,6 @@ int py_watch(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* What user space is told: a process to look for timed functions in
- * (stopped meanwhile), or one of a watched program that ended, whose
- * watchpoints may go back (no probes). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-} watch_requests SEC(".maps");
 
 static __always_inline void say_ended(__u32 tgid)
 {
@@ -1158,9 +1230,11 @@ static __always_inline void say_ended(__u32 tgid)
 	r->tgid = (__u32)(loader_pid_tgid() >> 32);
 	r->kernel_tgid = tgid;
 	r->probes = 0;
-	r->at_start = 0;
+	r->ask = 0;
 	r->code = 0;
 	r->globals = 0;
+	r->function = 0;
+	r->coroutine = 0;
 	bpf_ringbuf_submit(r, 0);
 }
 
@@ -1247,7 +1321,6 @@ int BPF_PROG(py_watch_exec)
  * return (SIGSTOP), user space finds the function and watches it, and
  * lets the process go on (SIGCONT): no call is missed. Only the modules
  * of probes not yet watched there stop it, each once per program. */
-#define PYSPAN_SIGSTOP 19 /* the same on x86-64 and arm64 */
 
 /* A module run that will stop its process at its return: by thread and
  * the stack pointer at its entry (an import inside a module's body runs
@@ -1272,30 +1345,6 @@ struct {
 	__type(value, struct module_run);
 } module_runs SEC(".maps");
 
-/* Set by user space as the capture ends: no process is stopped any
- * more (none would be let go on). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} watch_closing_flag SEC(".maps");
-
-static __always_inline bool watch_closing(void)
-{
-	__u32 zero = 0, *closing = bpf_map_lookup_elem(&watch_closing_flag, &zero);
-
-	return !closing || *closing;
-}
-
-/* Processes stopped for a request not yet answered: what user space lets
- * go on when it closes, whatever happened to the request. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);  /* tgid in the loader's PID namespace */
-	__type(value, __u8);
-} watch_stopped SEC(".maps");
 
 /* The probes among WANT whose module file the code object CODE (a
  * module's body) was compiled from. */
@@ -1323,39 +1372,6 @@ static __always_inline __u32 module_probes(__u64 code, __u32 want)
 	return mask;
 }
 
-/* The current process, running module RUN's body, is stopped and user
- * space asked to look for PROBES there (AT_START: as the body starts,
- * else as it returns). */
-static __always_inline void ask_about_module(const struct module_run *run, __u32 probes,
-					     __u32 at_start)
-{
-	struct pyspan_watch_request *r;
-	bool asking;
-	__u32 tgid;
-	__u8 yes = 1;
-
-	/* a map key from the stack: kernels before 6.2 refuse one in ring
-	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
-	 * could not let it go on */
-	tgid = (__u32)(loader_pid_tgid() >> 32);
-	asking = tgid && !watch_closing();
-	r = asking ? bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0) : NULL;
-	if (asking && !r)
-		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
-	if (!r)
-		return;
-	r->tgid = tgid;
-	r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	r->probes = probes;
-	r->at_start = at_start;
-	r->code = run->code;
-	r->globals = run->globals;
-	/* stopped before user space can hear of it: its SIGCONT then cancels
-	 * the stop whenever it comes */
-	bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
-	bpf_send_signal(PYSPAN_SIGSTOP);
-	bpf_ringbuf_submit(r, 0);
-}
 
 /* The probes among WANT not yet looked for in process TGID. */
 static __always_inline __u32 not_found_yet(__u32 tgid, __u32 want)
@@ -1380,7 +1396,7 @@ int BPF_KPROBE(py_module_run, __u64 code, __u64 globals)
 	if (!run.probes)
 		return 0;
 	bpf_map_update_elem(&module_runs, &k, &run, BPF_ANY);
-	ask_about_module(&run, run.probes, 1);
+	stop_and_ask(run.probes, PYSPAN_ASK_MODULE_STARTS, code, globals, 0, 0);
 	return 0;
 }
 
@@ -1397,7 +1413,7 @@ int BPF_KRETPROBE(py_module_ran)
 	/* those found as the body started (the main module's) are watched */
 	probes = not_found_yet((__u32)(id >> 32), run->probes);
 	if (probes)
-		ask_about_module(run, probes, 0);
+		stop_and_ask(probes, PYSPAN_ASK_MODULE_RETURNS, run->code, run->globals, 0, 0);
 	bpf_map_delete_elem(&module_runs, &k);
 	return 0;
 }

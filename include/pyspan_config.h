@@ -52,8 +52,14 @@ struct pyspan_watch {
 	__u32 idx;   /* its probe's index */
 	__u32 kind;  /* enum pyspan_watch_kind */
 	__u32 image; /* the program whose address it is */
-	__u32 pad;
+	__u32 flags; /* PYSPAN_WATCH_ASK_FUNCTION */
 };
+
+/* On a first step: the function's references point is its code object's
+ * for want of a function object (3.12+, whose coroutines let go of their
+ * code only as they are freed, late for a task's): the first call asks
+ * user space to watch the function object its frame holds instead. */
+#define PYSPAN_WATCH_ASK_FUNCTION 1u
 
 /* What the watch hook knows of a process (the watch_images map, keyed by
  * its tgid; a forked child gets its parent's). */
@@ -62,20 +68,31 @@ struct pyspan_watch_proc {
 	__u32 found; /* the probes whose functions were looked for there, a bit each */
 };
 
+/* Why a process was stopped for user space. */
+enum pyspan_watch_ask {
+	PYSPAN_ASK_MODULE_RETURNS, /* a module's body returns (any but the main one) */
+	PYSPAN_ASK_MODULE_STARTS,  /* a module's body starts (the main one matters) */
+	PYSPAN_ASK_FUNCTION,       /* a first step that found its function object */
+};
+
 /* A traced process runs the module of a probe not yet watched there and
  * was stopped (SIGSTOP) as the module's body starts, and again as it
  * returns: user space finds the functions, watches them, and lets it go
  * on (SIGCONT). At the start only the program's main module is looked
  * into (its body is the whole program, so its end is too late); at the
- * return, any other. With no probes: a process of a watched program
- * ended (what its program held may go back). */
+ * return, any other. Or a first step asks for its function object to be
+ * watched (PYSPAN_WATCH_ASK_FUNCTION). With no probes: a process of a
+ * watched program ended (what its program held may go back). */
 struct pyspan_watch_request {
 	__u32 tgid;        /* in the loader's PID namespace */
 	__u32 kernel_tgid; /* the watch_images key */
-	__u32 probes;      /* the probes of that module, a bit each */
-	__u32 at_start;    /* 1: as the body starts; 0: as it returns */
-	__u64 code;        /* the module's code object: its functions' code is in co_consts */
-	__u64 globals;     /* its globals: its functions and classes by name */
+	__u32 probes;      /* the probes of that module (a bit each), or the one called */
+	__u32 ask;         /* enum pyspan_watch_ask */
+	__u64 code;        /* the module's code object (its functions' code is in
+			    * co_consts), or the function's */
+	__u64 globals;     /* the module's globals: its functions and classes by name */
+	__u64 function;    /* PYSPAN_ASK_FUNCTION: the function object */
+	__u64 coroutine;   /* PYSPAN_ASK_FUNCTION: the coroutine whose first step it is */
 };
 
 /* gi_frame_state at and above which a 3.11+ coroutine has finished. */
@@ -100,6 +117,8 @@ struct pyspan_layout {
 	__u32 unicode_state;
 	__u32 unicode_data;   /* sizeof(PyASCIIObject): compact ASCII text */
 	__u32 frame_gen;      /* 3.8-3.10: PyFrameObject.f_gen, its coroutine or generator */
+	__u32 frame_func;     /* 3.12+: _PyInterpreterFrame.f_funcobj, a reference held */
+	__u32 pad;
 };
 
 /* One py:MODULE:QUALNAME probe as the BPF matcher sees it. */

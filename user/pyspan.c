@@ -99,11 +99,11 @@ static const struct {
 	{ 12, { .func_code = 48, .func_qualname = 40, .gen_iframe = 72, .gen_state = 67,
 		.state_created = -2, .gen_qualname = 32, .frame_code = 0, .code_flags = 48,
 		.code_filename = 112, .code_name = 120, .unicode_length = 16,
-		.unicode_state = 32, .unicode_data = 40 } },
+		.unicode_state = 32, .unicode_data = 40, .frame_func = 16 } },
 	{ 13, { .func_code = 48, .func_qualname = 40, .gen_iframe = 72, .gen_state = 67,
 		.state_created = -3, .gen_qualname = 32, .frame_code = 0, .code_flags = 48,
 		.code_filename = 112, .code_name = 120, .unicode_length = 16,
-		.unicode_state = 32, .unicode_data = 40 } },
+		.unicode_state = 32, .unicode_data = 40, .frame_func = 16 } },
 };
 
 int pyspan_layout_for(int major, int minor, struct pyspan_layout *out)
@@ -743,7 +743,7 @@ static int point_watch(struct pyspan *p, int slot, int i)
 {
 	struct pywatch *w = &p->images[slot].watch;
 	const struct pywatch_point *pt = &w->points[i];
-	struct pyspan_watch v = { pt->code, pt->idx, pt->kind, (__u32)slot, 0 };
+	struct pyspan_watch v = { pt->code, pt->idx, pt->kind, (__u32)slot, pt->flags };
 	__u64 addr = pt->addr;
 
 	if (bpf_map_update_elem(own_map_fd(p, "watches"), &addr, &v, BPF_ANY))
@@ -973,6 +973,7 @@ static __u32 retake_provisional(struct pyspan *p, int slot, const struct pywatch
 				point_unwatch(p, slot, old[k]);
 			pt->addr = fresh.points[now[k]].addr;
 			pt->code = fresh.points[now[k]].code;
+			pt->flags = fresh.points[now[k]].flags;
 			if (pt->lent_to < 0 && point_watch(p, slot, old[k]))
 				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: "
 					"py:%s:%s could not be watched in its module imported again\n",
@@ -1135,6 +1136,66 @@ static bool starts_main_module(const struct pyspan *p, const struct pyspan_watch
 	       pywatch_is_main_module(&proc, r->globals);
 }
 
+/* The first call of R's function, whose process is held for it, starts
+ * as the process goes on: the hold is pmetrics', not the function's. */
+static void start_after_hold(struct pyspan *p, const struct pyspan_watch_request *r)
+{
+	struct { __u64 gen; __u32 tgid, pad; } key = { r->coroutine, r->kernel_tgid, 0 };
+	int coros = own_map_fd(p, "open_coros");
+	struct open_coro coro;
+	struct timespec now;
+
+	if (bpf_map_lookup_elem(coros, &key, &coro) || !coro.start_ns ||
+	    clock_gettime(CLOCK_MONOTONIC, &now))
+		return;
+	coro.start_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	bpf_map_update_elem(coros, &key, &coro, BPF_EXIST);
+}
+
+/* A first call of a function watched at its code object's references
+ * (3.12+, found as the main module's body started) found its function
+ * object, R->function, in its frame: that object's references end its
+ * calls as soon as they return, where the code's are dropped only as
+ * the coroutine is freed. The point moves there, for every process of
+ * the program; the coroutine open now ends there too (its frame holds
+ * the function). */
+static void watch_function(struct pyspan *p, const struct pyspan_watch_request *r)
+{
+	struct pyspan_watch_proc known;
+	struct pywatch_point *pt;
+	struct watch_image *img;
+	int idx = __builtin_ffs((int)r->probes) - 1, fs = -1, refs = -1;
+
+	if (bpf_map_lookup_elem(own_map_fd(p, "watch_images"), &r->kernel_tgid, &known) ||
+	    known.image >= PYSPAN_WATCH_IMAGES || !p->images[known.image].used || idx < 0)
+		return;
+	img = &p->images[known.image];
+	if (!probe_points(&img->watch, (__u32)idx, &fs, &refs) ||
+	    img->watch.points[refs].addr != r->code)
+		return; /* moved already: another thread asked too */
+	img->watch.points[fs].flags = 0;
+	if (!pywatch_function_runs(&img->proc, r->function, r->code)) {
+		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s's "
+			"frame held no function object of its code: its calls end when their "
+			"coroutine is freed\n", (int)r->tgid, p->probes[idx].module,
+			p->probes[idx].qualname);
+		return;
+	}
+	pt = &img->watch.points[refs];
+	if (pt->lent_to < 0)
+		point_unwatch(p, (int)known.image, refs);
+	pt->addr = r->function;
+	if (pt->lent_to < 0 && point_watch(p, (int)known.image, refs))
+		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s's "
+			"function object could not be watched: its calls give no row\n",
+			(int)r->tgid, p->probes[idx].module, p->probes[idx].qualname);
+	else if (p->verbose)
+		fprintf(stderr, "pmetrics: watching %#llx in process %d instead (references of "
+			"py:%s:%s: its function object, at its first call)\n",
+			(unsigned long long)pt->addr, (int)r->tgid, p->probes[idx].module,
+			p->probes[idx].qualname);
+}
+
 /* Process TGID, stopped for a request, goes on. */
 static void let_go(const struct pyspan *p, __u32 tgid)
 {
@@ -1159,7 +1220,17 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (r->at_start && !starts_main_module(p, r)) {
+	if (r->ask == PYSPAN_ASK_FUNCTION) {
+		watch_function(p, r);
+		start_after_hold(p, r);
+		let_go(p, r->tgid);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (p->verbose)
+			fprintf(stderr, "pmetrics: process %d held %.3f ms at a first call\n",
+				(int)r->tgid, ms_between(&t0, &t1));
+		return 0;
+	}
+	if (r->ask == PYSPAN_ASK_MODULE_STARTS && !starts_main_module(p, r)) {
 		let_go(p, r->tgid);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (p->verbose)
@@ -1168,7 +1239,7 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 				(int)r->tgid, ms_between(&t0, &t1));
 		return 0;
 	}
-	module = (struct pywatch_module){ r->code, r->globals, r->at_start != 0 };
+	module = (struct pywatch_module){ r->code, r->globals, r->ask == PYSPAN_ASK_MODULE_STARTS };
 	if (watch_program(p, (pid_t)r->tgid, r->kernel_tgid, r->probes, &module, &found, err,
 			  sizeof(err)))
 		fprintf(stderr, "pmetrics: warning: --python-hook watch: %s\n", err);
@@ -1177,7 +1248,7 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 			fprintf(stderr, "pmetrics: warning: the module of py:%s:%s ran in process %d "
 				"and did not define it%s\n", p->probes[i].module, p->probes[i].qualname,
 				(int)r->tgid, err[0] ? "" : ": check the qualified name");
-		else if (found & (1u << i) && p->last_find.main_module && !r->at_start)
+		else if (found & (1u << i) && p->last_find.main_module && !module.at_start)
 			fprintf(stderr, "pmetrics: warning: py:%s:%s is in process %d's main module, "
 				"whose body is the whole program: --python-hook watch found it only as that "
 				"ended, and timed no call of it; time functions of imported modules, or use "

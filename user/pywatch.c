@@ -609,12 +609,15 @@ static void scan_reset(struct scan *s)
  * ("<locals>") is a new function object at each definition, and 3.12+
  * frames let go of the code only when the coroutine is freed. 3.10
  * frames hold the code alone, and drop it as they are freed, after
- * their locals; a finished coroutine frees its frame. */
-static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
+ * their locals; a finished coroutine frees its frame. *ASK: on 3.12+,
+ * no function object is there yet (a main module's body only starts),
+ * so the first call hands over the one its frame holds. */
+static uint64_t references_of(const struct scan *s, int probe, uint64_t code, bool *ask)
 {
 	uint64_t function = 0;
 	size_t n = 0;
 
+	*ask = false;
 	if (s->p->minor == 10 || strstr(s->cfg[probe].qualname, "<locals>"))
 		return code;
 	for (size_t i = 0; i < s->n_functions; i++)
@@ -622,7 +625,20 @@ static uint64_t references_of(const struct scan *s, int probe, uint64_t code)
 			function = s->functions[i].function;
 			n++;
 		}
+	*ask = n == 0 && s->p->minor >= 12;
 	return n == 1 ? function : code;
+}
+
+bool pywatch_function_runs(const struct python_proc *p, uint64_t function, uint64_t code)
+{
+	struct pyspan_layout obj;
+	uint64_t head[2] = { 0, 0 }, runs = 0;
+
+	return function && p->function_type && pyspan_layout_for(p->major, p->minor, &obj) == 0 &&
+	       python_read_memory(p->pid, head, sizeof(head), function) == 0 &&
+	       head[1] == p->function_type &&
+	       python_read_memory(p->pid, &runs, sizeof(runs), function + obj.func_code) == 0 &&
+	       runs == code;
 }
 
 /* Where code object CODE's instructions start: 3.11+ inside it, 3.10 in
@@ -646,6 +662,7 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 	uint8_t units[2 * PROLOGUE_UNITS];
 	uint64_t bytecode = bytecode_of(p, code);
 	int first;
+	bool ask;
 
 	/* 3.10: the first unit alone, which even the shortest code has */
 	if (!bytecode || python_read_memory(p->pid, units, p->minor == 10 ? 2 : sizeof(units),
@@ -669,11 +686,13 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 				 (int)p->pid, s->cfg[idx].qualname, p->major, p->minor);
 			return -EEXIST;
 		}
-	w->points[w->n_points++] = (struct pywatch_point){
-		bytecode + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2,
-		PYSPAN_WATCH_FIRST_STEP, code, idx, -1 };
-	w->points[w->n_points++] = (struct pywatch_point){
-		references_of(s, (int)idx, code), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx, -1 };
+	w->points[w->n_points + 1] = (struct pywatch_point){
+		references_of(s, (int)idx, code, &ask), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code,
+		idx, -1, 0 };
+	w->points[w->n_points] = (struct pywatch_point){
+		bytecode + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2, PYSPAN_WATCH_FIRST_STEP, code,
+		idx, -1, ask ? PYSPAN_WATCH_ASK_FUNCTION : 0 };
+	w->n_points += 2;
 	return 0;
 }
 

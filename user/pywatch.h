@@ -10,7 +10,9 @@
  * prologue (RESUME on 3.11+, GEN_START on 3.10: the first step of each
  * of its coroutines) and a reference count each of its frames takes and
  * lets go of as it is cleared (its function object's, else its code
- * object's): where a finished coroutine ends. A CPU has 4 (x86-64, the
+ * object's; on 3.12+ a function found before its function object
+ * existed has that object handed over by its first call): where a
+ * finished coroutine ends. A CPU has 4 (x86-64, the
  * Flex's Cortex-A53), so two functions at most. CPython 3.10+,
  * `async def` functions,
  * looked for when pmetrics attaches and again in a process whenever a
@@ -36,6 +38,7 @@ struct pywatch_point {
 	uint64_t code; /* the code object */
 	uint32_t idx;  /* the probe's index */
 	int lent_to;   /* not watched while another program has its registers, or -1 */
+	uint32_t flags; /* PYSPAN_WATCH_ASK_FUNCTION (the first step's) */
 };
 
 /* How a search for the timed functions went. */
@@ -132,6 +135,10 @@ int pywatch_attach(struct pywatch *w, int first, int last, struct bpf_program *p
 /* Point I of W is no longer watched (its registers go to another). */
 void pywatch_park(struct pywatch *w, int i);
 void pywatch_close(struct pywatch *w);
+
+/* Whether FUNCTION, in process P, is a function object running code
+ * object CODE. */
+bool pywatch_function_runs(const struct python_proc *p, uint64_t function, uint64_t code);
 
 /* The first instruction of a coroutine's body in code units CODE (N of
  * them, as the interpreter holds them) of CPython 3.MINOR: past the

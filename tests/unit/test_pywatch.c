@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* Where the watchpoint hook watches a coroutine's first step
  * (user/pywatch.c): the instruction after the code's prologue, in code
- * units as CPython 3.10-3.13 lay them out (opcode, argument); and the
- * words for a watchpoint the kernel refuses. */
+ * units as CPython 3.10-3.13 lay them out (opcode, argument); the
+ * check of a function object a first call hands over; and the words for
+ * a watchpoint the kernel refuses. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "pywatch.h"
@@ -92,6 +94,31 @@ static void only_versions_whose_first_step_is_known_are_watched(void **state)
 }
 
 /* A refused watchpoint is blamed on what refused it, with its fix. */
+/* A function object as 3.12 and 3.13 lay one out, in this process's own
+ * memory: its type at 8, its code at 48. */
+static void a_function_object_is_checked_by_type_and_code(void **state)
+{
+	uint64_t function[16] = { 1 }, type = 0x1000, code = 0x2000;
+	struct python_proc p = { .pid = getpid(), .major = 3, .minor = 12, .function_type = type };
+
+	(void)state;
+	function[1] = type;
+	function[6] = code;
+	assert_true(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
+	p.minor = 13;
+	assert_true(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
+	assert_false(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code + 8));
+	function[1] = type + 8; /* another type: no function */
+	assert_false(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
+	function[1] = type;
+	assert_false(pywatch_function_runs(&p, 0, code));
+	p.function_type = 0; /* PyFunction_Type not found in the interpreter */
+	assert_false(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
+	p.function_type = type;
+	p.minor = 7; /* a version without a layout */
+	assert_false(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
+}
+
 static void a_refusal_names_its_cause(void **state)
 {
 	char why[256];
@@ -141,6 +168,7 @@ int main(void)
 		cmocka_unit_test(a_310_coroutine_steps_first_at_its_gen_start),
 		cmocka_unit_test(other_versions_have_none),
 		cmocka_unit_test(only_versions_whose_first_step_is_known_are_watched),
+		cmocka_unit_test(a_function_object_is_checked_by_type_and_code),
 		cmocka_unit_test(a_refusal_names_its_cause),
 		cmocka_unit_test(a_watched_write_gets_past_its_bpf_hit),
 	};
