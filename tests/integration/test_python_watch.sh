@@ -132,9 +132,12 @@ check_exec_children() {
 # they are looked for as that body starts, from its code's constants,
 # and timed as any other. With "imported" the program imports its own
 # file again under its own name and runs that copy's functions, as
-# uvicorn.run("main:app") does: the points move there.
+# uvicorn.run("main:app") does: the points move there. On 3.12+, whose
+# frames hold the code until the coroutine object is freed (for a task,
+# late), each function's first call hands over its function object, and
+# its references are watched there instead.
 check_main_module() {
-	local tag="$1" py="$2" imported="${3:+1}" out refs
+	local tag="$1" py="$2" imported="${3:+1}" out refs minor f
 	out=$(fresh_dir); refs=$(mktemp -d "$T_TMP/refs.XXXXXX")
 	t_begin "$tag.run"
 	if ! PMTEST_RUN_IMPORTED="$imported" PMTEST_REFS="$refs" PYTHONPATH="$ROOT/tests/progs/py" pm_start -o "$out" \
@@ -148,6 +151,12 @@ check_main_module() {
 	if [ -n "$imported" ] && ! grep -q "instead (py:pmtest.timed:nest: its module imported again" "$PM_ERR"; then
 		t_fail "the points did not move to the module imported again"; return
 	fi
+	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
+	for f in nest step; do
+		if [ -z "$imported" ] && [ "$minor" -ge 12 ] && ! grep -q "instead (references of py:pmtest.timed:$f: its function object, at its first call)" "$PM_ERR"; then
+			t_fail "$f's references did not move to its function object"; return
+		fi
+	done
 	t_pass
 	expect_spans "$tag.spans" "$out/robot_context_data" "$refs" NEST=6 STEP=11
 }
@@ -279,11 +288,11 @@ run_checks() {
 		check_children watch.children "$first"
 		check_children watch.no_children "$first" --no-children
 	fi
-	# 3.12+ frames hold the code until the coroutine object is freed,
-	# which is where a main-module function's call ends there: a task's
-	# some milliseconds after it returns (12-29 ms seen emulated)
-	py=$(interpreter 3.12)
-	[ -z "$py" ] || MAX_EXCESS_US=100000 check_main_module watch.py312.main_module "$py"
+	# 3.12+: the function objects come from the first calls' frames
+	for minor in 12 13; do
+		py=$(interpreter "3.$minor")
+		[ -z "$py" ] || check_main_module "watch.py3$minor.main_module" "$py"
+	done
 	py=$(interpreter 3.9)
 	if [ -n "$py" ]; then
 		start_scenario "$py" "$T_TMP/go.old" "$T_TMP/old.py" "$T_TMP" &&
