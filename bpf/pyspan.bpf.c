@@ -1100,25 +1100,25 @@ struct {
 
 /* The current process is stopped (SIGSTOP) and user space asked what
  * ASK says, about PROBES, at CODE, GLOBALS, FUNCTION and COROUTINE (see
- * struct pyspan_watch_request); it lets the process go on (SIGCONT). */
-static __always_inline void stop_and_ask(__u32 probes, __u32 ask, __u64 code, __u64 globals,
-					 __u64 function, __u64 coroutine)
+ * struct pyspan_watch_request); it lets the process go on (SIGCONT).
+ * 0: asked; 1: not to be asked (the capture ends, or the process is not
+ * visible in pmetrics' PID namespace, which could not let it go on);
+ * -1: could not be asked (ring full, or the stop refused), not stopped. */
+static __always_inline int stop_and_ask(__u32 probes, __u32 ask, __u64 code, __u64 globals,
+					__u64 function, __u64 coroutine)
 {
 	struct pyspan_watch_request *r;
-	bool asking;
 	__u32 tgid;
 	__u8 yes = 1;
 
 	/* a map key from the stack: kernels before 6.2 refuse one in ring
-	 * buffer memory. 0: not visible in pmetrics' PID namespace, which
-	 * could not let it go on */
+	 * buffer memory */
 	tgid = (__u32)(loader_pid_tgid() >> 32);
-	asking = tgid && !watch_closing();
-	r = asking ? bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0) : NULL;
-	if (asking && !r)
-		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
+	if (!tgid || watch_closing())
+		return 1;
+	r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
 	if (!r)
-		return;
+		return -1;
 	r->tgid = tgid;
 	r->kernel_tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 	r->probes = probes;
@@ -1128,10 +1128,17 @@ static __always_inline void stop_and_ask(__u32 probes, __u32 ask, __u64 code, __
 	r->function = function;
 	r->coroutine = coroutine;
 	/* stopped before user space can hear of it: its SIGCONT then cancels
-	 * the stop whenever it comes */
+	 * the stop whenever it comes (a watchpoint's hit, with interrupts
+	 * off, has the signal sent a moment later: user space waits for the
+	 * stop before it answers) */
 	bpf_map_update_elem(&watch_stopped, &tgid, &yes, BPF_ANY);
-	bpf_send_signal(PYSPAN_SIGSTOP);
+	if (bpf_send_signal(PYSPAN_SIGSTOP)) {
+		bpf_map_delete_elem(&watch_stopped, &tgid);
+		bpf_ringbuf_discard(r, 0);
+		return -1;
+	}
 	bpf_ringbuf_submit(r, 0);
+	return 0;
 }
 
 /* The coroutine whose frame FRAME, current on this thread, is taking its
@@ -1177,10 +1184,13 @@ static __always_inline void watch_start(struct pyspan_watch *w, __u64 addr, __u6
 		return;
 	}
 	coro_open(gen, w->idx, (__u32)bpf_get_current_pid_tgid(), now, w->code);
+	/* once: the flag goes before another thread's step sees it, and
+	 * comes back for a later first call when this one could not ask */
 	if ((w->flags & PYSPAN_WATCH_ASK_FUNCTION) && layout.frame_func) {
 		w->flags &= ~PYSPAN_WATCH_ASK_FUNCTION;
-		stop_and_ask(1u << w->idx, PYSPAN_ASK_FUNCTION, w->code, 0,
-			     read_ptr(frame + layout.frame_func), gen);
+		if (stop_and_ask(1u << w->idx, PYSPAN_ASK_FUNCTION, w->code, 0,
+				 read_ptr(frame + layout.frame_func), gen) < 0)
+			w->flags |= PYSPAN_WATCH_ASK_FUNCTION;
 	}
 }
 
@@ -1230,7 +1240,7 @@ static __always_inline void say_ended(__u32 tgid)
 	r->tgid = (__u32)(loader_pid_tgid() >> 32);
 	r->kernel_tgid = tgid;
 	r->probes = 0;
-	r->ask = 0;
+	r->ask = PYSPAN_ASK_ENDED;
 	r->code = 0;
 	r->globals = 0;
 	r->function = 0;
@@ -1396,7 +1406,8 @@ int BPF_KPROBE(py_module_run, __u64 code, __u64 globals)
 	if (!run.probes)
 		return 0;
 	bpf_map_update_elem(&module_runs, &k, &run, BPF_ANY);
-	stop_and_ask(run.probes, PYSPAN_ASK_MODULE_STARTS, code, globals, 0, 0);
+	if (stop_and_ask(run.probes, PYSPAN_ASK_MODULE_STARTS, code, globals, 0, 0) < 0)
+		count(SPAN_CNT_WATCH_UNASKED); /* never looked into: said at the end */
 	return 0;
 }
 
@@ -1413,7 +1424,8 @@ int BPF_KRETPROBE(py_module_ran)
 	/* those found as the body started (the main module's) are watched */
 	probes = not_found_yet((__u32)(id >> 32), run->probes);
 	if (probes)
-		stop_and_ask(probes, PYSPAN_ASK_MODULE_RETURNS, run->code, run->globals, 0, 0);
+		if (stop_and_ask(probes, PYSPAN_ASK_MODULE_RETURNS, run->code, run->globals, 0, 0) < 0)
+			count(SPAN_CNT_WATCH_UNASKED);
 	bpf_map_delete_elem(&module_runs, &k);
 	return 0;
 }

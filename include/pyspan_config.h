@@ -73,6 +73,7 @@ enum pyspan_watch_ask {
 	PYSPAN_ASK_MODULE_RETURNS, /* a module's body returns (any but the main one) */
 	PYSPAN_ASK_MODULE_STARTS,  /* a module's body starts (the main one matters) */
 	PYSPAN_ASK_FUNCTION,       /* a first step that found its function object */
+	PYSPAN_ASK_ENDED,          /* no stop: a process of a watched program ended */
 };
 
 /* A traced process runs the module of a probe not yet watched there and
@@ -86,7 +87,7 @@ enum pyspan_watch_ask {
 struct pyspan_watch_request {
 	__u32 tgid;        /* in the loader's PID namespace */
 	__u32 kernel_tgid; /* the watch_images key */
-	__u32 probes;      /* the probes of that module (a bit each), or the one called */
+	__u32 probes;      /* the probes of that module (a bit each), or the one called; 0: ended */
 	__u32 ask;         /* enum pyspan_watch_ask */
 	__u64 code;        /* the module's code object (its functions' code is in
 			    * co_consts), or the function's */

@@ -88,7 +88,7 @@ struct span_engine_config {
 	X(MID_CORO, "coroutines started before pmetrics attached")              \
 	X(CORO_NO_START, "coroutine ends whose start was lost")                 \
 	X(CORO_UNSTARTED, "coroutines freed before their first step")         \
-	X(WATCH_UNASKED, "timed modules run that the watch hook missed (ring full)")
+	X(WATCH_UNASKED, "timed modules run that the watch hook missed (ring full, or the stop refused)")
 
 #define SPAN_COUNTER_ENUM(name, text) SPAN_CNT_##name,
 enum span_counter {

@@ -19,6 +19,7 @@
 #include "pywatch.h"
 #include "elf_symbols.h"
 #include "percpu_counter.h"
+#include "proc_stat.h"
 #include "span_engine.h"
 #include "test_setting.h"
 #include "pyspan.skel.h"
@@ -738,17 +739,23 @@ static int check_clashes(const struct pyspan *p, int slot, int first, char *err,
 	return 0;
 }
 
-/* Point I of program SLOT, for py_watch; then its watchpoints. */
-static int point_watch(struct pyspan *p, int slot, int i)
+/* What point I of program SLOT is, for py_watch. */
+static int point_entry(struct pyspan *p, int slot, int i)
 {
-	struct pywatch *w = &p->images[slot].watch;
-	const struct pywatch_point *pt = &w->points[i];
+	const struct pywatch_point *pt = &p->images[slot].watch.points[i];
 	struct pyspan_watch v = { pt->code, pt->idx, pt->kind, (__u32)slot, pt->flags };
 	__u64 addr = pt->addr;
 
-	if (bpf_map_update_elem(own_map_fd(p, "watches"), &addr, &v, BPF_ANY))
-		return -errno;
-	return pywatch_attach(w, i, i + 1, bpf_loader_program(p->obj, "py_watch"));
+	return bpf_map_update_elem(own_map_fd(p, "watches"), &addr, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* Point I of program SLOT, for py_watch; then its watchpoints. */
+static int point_watch(struct pyspan *p, int slot, int i)
+{
+	int rc = point_entry(p, slot, i);
+
+	return rc ? rc : pywatch_attach(&p->images[slot].watch, i, i + 1,
+					bpf_loader_program(p->obj, "py_watch"));
 }
 
 /* Point I of program SLOT no longer watched: its watchpoints closed. */
@@ -967,13 +974,16 @@ static __u32 retake_provisional(struct pyspan *p, int slot, const struct pywatch
 		for (int k = 0; k < 2; k++) {
 			struct pywatch_point *pt = &img->watch.points[old[k]];
 
-			if (pt->addr == fresh.points[now[k]].addr)
-				continue; /* the main module's own end */
+			pt->flags = fresh.points[now[k]].flags;
+			if (pt->addr == fresh.points[now[k]].addr) {
+				if (pt->lent_to < 0) /* the main module's own end */
+					point_entry(p, slot, old[k]);
+				continue;
+			}
 			if (pt->lent_to < 0)
 				point_unwatch(p, slot, old[k]);
 			pt->addr = fresh.points[now[k]].addr;
 			pt->code = fresh.points[now[k]].code;
-			pt->flags = fresh.points[now[k]].flags;
 			if (pt->lent_to < 0 && point_watch(p, slot, old[k]))
 				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: "
 					"py:%s:%s could not be watched in its module imported again\n",
@@ -1152,33 +1162,52 @@ static void start_after_hold(struct pyspan *p, const struct pyspan_watch_request
 	bpf_map_update_elem(coros, &key, &coro, BPF_EXIST);
 }
 
+/* Whether a point of a program other than SLOT watches ADDR. */
+static bool watched_elsewhere(const struct pyspan *p, int slot, uint64_t addr)
+{
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
+			if (p->images[i].watch.points[j].addr == addr)
+				return true;
+	return false;
+}
+
 /* A first call of a function watched at its code object's references
- * (3.12+, found as the main module's body started) found its function
- * object, R->function, in its frame: that object's references end its
- * calls as soon as they return, where the code's are dropped only as
- * the coroutine is freed. The point moves there, for every process of
- * the program; the coroutine open now ends there too (its frame holds
- * the function). */
+ * (3.12+, found before its function object existed: as the main
+ * module's body started) found its function object, R->function, in its
+ * frame: that object's references end its calls as soon as they return,
+ * where the code's are dropped only as the coroutine is freed. The point
+ * moves there, for every process of the program (a function defined
+ * once: the module's own); the coroutine open now ends there too (its
+ * frame holds the function). */
 static void watch_function(struct pyspan *p, const struct pyspan_watch_request *r)
 {
 	struct pyspan_watch_proc known;
+	struct python_proc asking;
 	struct pywatch_point *pt;
 	struct watch_image *img;
 	int idx = __builtin_ffs((int)r->probes) - 1, fs = -1, refs = -1;
+	const char *why = NULL;
 
 	if (bpf_map_lookup_elem(own_map_fd(p, "watch_images"), &r->kernel_tgid, &known) ||
 	    known.image >= PYSPAN_WATCH_IMAGES || !p->images[known.image].used || idx < 0)
 		return;
 	img = &p->images[known.image];
-	if (!probe_points(&img->watch, (__u32)idx, &fs, &refs) ||
-	    img->watch.points[refs].addr != r->code)
+	if (!probe_points(&img->watch, (__u32)idx, &fs, &refs))
+		return;
+	img->watch.points[fs].flags = 0; /* as py_watch has it now */
+	if (img->watch.points[refs].addr != r->code)
 		return; /* moved already: another thread asked too */
-	img->watch.points[fs].flags = 0;
-	if (!pywatch_function_runs(&img->proc, r->function, r->code)) {
-		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s's "
-			"frame held no function object of its code: its calls end when their "
-			"coroutine is freed\n", (int)r->tgid, p->probes[idx].module,
-			p->probes[idx].qualname);
+	asking = img->proc; /* the process that asked: a forked child may */
+	asking.pid = (pid_t)r->tgid;
+	if (!pywatch_function_runs(&asking, r->function, r->code))
+		why = "its frame held no function object of its code";
+	else if (watched_elsewhere(p, (int)known.image, r->function))
+		why = "another program watches the same address";
+	if (why) {
+		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s: %s: "
+			"its calls end when their coroutine is freed\n", (int)r->tgid,
+			p->probes[idx].module, p->probes[idx].qualname, why);
 		return;
 	}
 	pt = &img->watch.points[refs];
@@ -1194,6 +1223,21 @@ static void watch_function(struct pyspan *p, const struct pyspan_watch_request *
 			"py:%s:%s: its function object, at its first call)\n",
 			(unsigned long long)pt->addr, (int)r->tgid, p->probes[idx].module,
 			p->probes[idx].qualname);
+}
+
+/* Waits up to 100 ms for process PID to be stopped: a stop asked for by
+ * a watchpoint's hit is sent a moment after it (the hit runs with
+ * interrupts off), and a SIGCONT before it would not cancel it. */
+static void wait_stopped(pid_t pid)
+{
+	struct proc_stat st;
+	struct timespec pause = { 0, 200000 };
+
+	for (int i = 0; i < 500; i++) {
+		if (proc_stat_read(pid, &st) || st.state == 'T' || st.state == 't')
+			return;
+		nanosleep(&pause, NULL);
+	}
 }
 
 /* Process TGID, stopped for a request, goes on. */
@@ -1215,13 +1259,14 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r))
 		return 0;
-	if (!r->probes) { /* a watched process ended */
+	if (r->ask == PYSPAN_ASK_ENDED || !r->probes) { /* a watched process ended */
 		release_ended_images(p);
 		return 0;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (r->ask == PYSPAN_ASK_FUNCTION) {
 		watch_function(p, r);
+		wait_stopped((pid_t)r->tgid);
 		start_after_hold(p, r);
 		let_go(p, r->tgid);
 		clock_gettime(CLOCK_MONOTONIC, &t1);

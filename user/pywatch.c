@@ -611,7 +611,8 @@ static void scan_reset(struct scan *s)
  * frames hold the code alone, and drop it as they are freed, after
  * their locals; a finished coroutine frees its frame. *ASK: on 3.12+,
  * no function object is there yet (a main module's body only starts),
- * so the first call hands over the one its frame holds. */
+ * so the first call hands over the one its frame holds, taken to be the
+ * only one (the function is no "<locals>" one: its def runs once). */
 static uint64_t references_of(const struct scan *s, int probe, uint64_t code, bool *ask)
 {
 	uint64_t function = 0;

@@ -93,7 +93,6 @@ static void only_versions_whose_first_step_is_known_are_watched(void **state)
 	assert_int_equal(pywatch_version_check(2, 7, "python2.7", err, sizeof(err)), -ENOTSUP);
 }
 
-/* A refused watchpoint is blamed on what refused it, with its fix. */
 /* A function object as 3.12 and 3.13 lay one out, in this process's own
  * memory: its type at 8, its code at 48. */
 static void a_function_object_is_checked_by_type_and_code(void **state)
@@ -119,6 +118,7 @@ static void a_function_object_is_checked_by_type_and_code(void **state)
 	assert_false(pywatch_function_runs(&p, (uint64_t)(uintptr_t)function, code));
 }
 
+/* A refused watchpoint is blamed on what refused it, with its fix. */
 static void a_refusal_names_its_cause(void **state)
 {
 	char why[256];
