@@ -289,10 +289,13 @@ run_checks() {
 		check_children watch.no_children "$first" --no-children
 	fi
 	# 3.12+: the function objects come from the first calls' frames
+	# (imported again: from the module's globals as it returns)
 	for minor in 12 13; do
 		py=$(interpreter "3.$minor")
 		[ -z "$py" ] || check_main_module "watch.py3$minor.main_module" "$py"
 	done
+	py=$(interpreter 3.12)
+	[ -z "$py" ] || check_main_module watch.py312.main_module.imported_again "$py" imported
 	py=$(interpreter 3.9)
 	if [ -n "$py" ]; then
 		start_scenario "$py" "$T_TMP/go.old" "$T_TMP/old.py" "$T_TMP" &&
