@@ -767,6 +767,28 @@ static void point_unwatch(struct pyspan *p, int slot, int i)
 	bpf_map_delete_elem(own_map_fd(p, "watches"), &addr);
 }
 
+/* Point I of program SLOT (found in process PID) moves to ADDR, for
+ * WHY: watched there unless it is lent (then there once given back);
+ * said with -v, warned when it cannot be watched. */
+static void point_move(struct pyspan *p, int slot, int i, uint64_t addr, pid_t pid,
+		       const char *why)
+{
+	struct pywatch_point *pt = &p->images[slot].watch.points[i];
+	const struct py_probe *probe = &p->probes[pt->idx];
+	bool lent = pt->lent_to >= 0;
+
+	if (!lent)
+		point_unwatch(p, slot, i);
+	pt->addr = addr;
+	if (!lent && point_watch(p, slot, i))
+		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s cannot "
+			"be watched at %#llx (%s): its calls give no row\n", (int)pid, probe->module,
+			probe->qualname, (unsigned long long)addr, why);
+	else if (p->verbose)
+		fprintf(stderr, "pmetrics: watching %#llx in process %d instead (py:%s:%s: %s)\n",
+			(unsigned long long)addr, (int)pid, probe->module, probe->qualname, why);
+}
+
 /* Coroutines of the probes in MASK that program SLOT's processes opened:
  * their end cannot be seen while its points are lent, so they give no
  * row (they count as still running at the end). */
@@ -980,19 +1002,9 @@ static __u32 retake_provisional(struct pyspan *p, int slot, const struct pywatch
 					point_entry(p, slot, old[k]);
 				continue;
 			}
-			if (pt->lent_to < 0)
-				point_unwatch(p, slot, old[k]);
-			pt->addr = fresh.points[now[k]].addr;
 			pt->code = fresh.points[now[k]].code;
-			if (pt->lent_to < 0 && point_watch(p, slot, old[k]))
-				fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: "
-					"py:%s:%s could not be watched in its module imported again\n",
-					(int)img->pid, p->probes[i].module, p->probes[i].qualname);
-			else if (p->verbose)
-				fprintf(stderr, "pmetrics: watching %#llx in process %d instead (py:%s:%s: "
-					"its module imported again after the main module)\n",
-					(unsigned long long)pt->addr, (int)img->pid, p->probes[i].module,
-					p->probes[i].qualname);
+			point_move(p, slot, old[k], fresh.points[now[k]].addr, img->pid,
+				   "its module imported again after the main module");
 		}
 	}
 	img->provisional &= ~found;
@@ -1184,7 +1196,6 @@ static void watch_function(struct pyspan *p, const struct pyspan_watch_request *
 {
 	struct pyspan_watch_proc known;
 	struct python_proc asking;
-	struct pywatch_point *pt;
 	struct watch_image *img;
 	int idx = __builtin_ffs((int)r->probes) - 1, fs = -1, refs = -1;
 	const char *why = NULL;
@@ -1210,19 +1221,8 @@ static void watch_function(struct pyspan *p, const struct pyspan_watch_request *
 			p->probes[idx].module, p->probes[idx].qualname, why);
 		return;
 	}
-	pt = &img->watch.points[refs];
-	if (pt->lent_to < 0)
-		point_unwatch(p, (int)known.image, refs);
-	pt->addr = r->function;
-	if (pt->lent_to < 0 && point_watch(p, (int)known.image, refs))
-		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s's "
-			"function object could not be watched: its calls give no row\n",
-			(int)r->tgid, p->probes[idx].module, p->probes[idx].qualname);
-	else if (p->verbose)
-		fprintf(stderr, "pmetrics: watching %#llx in process %d instead (references of "
-			"py:%s:%s: its function object, at its first call)\n",
-			(unsigned long long)pt->addr, (int)r->tgid, p->probes[idx].module,
-			p->probes[idx].qualname);
+	point_move(p, (int)known.image, refs, r->function, (pid_t)r->tgid,
+		   "its function object's references, from its first call");
 }
 
 /* Waits up to 100 ms for process PID to be stopped: a stop asked for by

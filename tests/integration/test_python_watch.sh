@@ -153,7 +153,7 @@ check_main_module() {
 	fi
 	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
 	for f in nest step; do
-		if [ -z "$imported" ] && [ "$minor" -ge 12 ] && ! grep -q "instead (references of py:pmtest.timed:$f: its function object, at its first call)" "$PM_ERR"; then
+		if [ -z "$imported" ] && [ "$minor" -ge 12 ] && ! grep -q "instead (py:pmtest.timed:$f: its function object's references, from its first call)" "$PM_ERR"; then
 			t_fail "$f's references did not move to its function object"; return
 		fi
 	done
