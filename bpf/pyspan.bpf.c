@@ -255,7 +255,6 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 	return -1;
 }
 
-
 /* Decides, once per code object, whether it is one of the probes: NAME
  * is its qualified name as the function or generator object holds it.
  * What could not be read is decided again next time. */
@@ -1230,7 +1229,6 @@ int py_watch(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-
 static __always_inline void say_ended(__u32 tgid)
 {
 	struct pyspan_watch_request *r = bpf_ringbuf_reserve(&watch_requests, sizeof(*r), 0);
@@ -1355,7 +1353,6 @@ struct {
 	__type(value, struct module_run);
 } module_runs SEC(".maps");
 
-
 /* The probes among WANT whose module file the code object CODE (a
  * module's body) was compiled from. */
 static __always_inline __u32 module_probes(__u64 code, __u32 want)
@@ -1381,7 +1378,6 @@ static __always_inline __u32 module_probes(__u64 code, __u32 want)
 	}
 	return mask;
 }
-
 
 /* The probes among WANT not yet looked for in process TGID. */
 static __always_inline __u32 not_found_yet(__u32 tgid, __u32 want)
@@ -1423,9 +1419,9 @@ int BPF_KRETPROBE(py_module_ran)
 		return 0;
 	/* those found as the body started (the main module's) are watched */
 	probes = not_found_yet((__u32)(id >> 32), run->probes);
-	if (probes)
-		if (stop_and_ask(probes, PYSPAN_ASK_MODULE_RETURNS, run->code, run->globals, 0, 0) < 0)
-			count(SPAN_CNT_WATCH_UNASKED);
+	if (probes &&
+	    stop_and_ask(probes, PYSPAN_ASK_MODULE_RETURNS, run->code, run->globals, 0, 0) < 0)
+		count(SPAN_CNT_WATCH_UNASKED);
 	bpf_map_delete_elem(&module_runs, &k);
 	return 0;
 }

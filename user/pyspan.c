@@ -719,23 +719,31 @@ static int points_lendable(const struct pyspan *p, int slot, __u32 want)
 	return n;
 }
 
+/* The program other than SLOT that watches ADDR, or -1. */
+static int watcher_of(const struct pyspan *p, int slot, uint64_t addr)
+{
+	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
+		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
+			if (p->images[i].watch.points[j].addr == addr)
+				return i;
+	return -1;
+}
+
 /* The points of program SLOT from FIRST on: one another program
  * watches already (its process may have the same layout) cannot be
  * told apart. */
 static int check_clashes(const struct pyspan *p, int slot, int first, char *err, size_t len)
 {
 	const struct pywatch *w = &p->images[slot].watch;
+	int other;
 
-	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
-		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
-			for (int k = first; k < w->n_points; k++)
-				if (p->images[i].watch.points[j].addr == w->points[k].addr) {
-					snprintf(err, len, "process %d would watch %#llx, which process %d "
-						 "watches already", (int)p->images[slot].pid,
-						 (unsigned long long)w->points[k].addr,
-						 (int)p->images[i].pid);
-					return -EEXIST;
-				}
+	for (int k = first; k < w->n_points; k++)
+		if ((other = watcher_of(p, slot, w->points[k].addr)) >= 0) {
+			snprintf(err, len, "process %d would watch %#llx, which process %d watches "
+				 "already", (int)p->images[slot].pid,
+				 (unsigned long long)w->points[k].addr, (int)p->images[other].pid);
+			return -EEXIST;
+		}
 	return 0;
 }
 
@@ -1174,16 +1182,6 @@ static void start_after_hold(struct pyspan *p, const struct pyspan_watch_request
 	bpf_map_update_elem(coros, &key, &coro, BPF_EXIST);
 }
 
-/* Whether a point of a program other than SLOT watches ADDR. */
-static bool watched_elsewhere(const struct pyspan *p, int slot, uint64_t addr)
-{
-	for (int i = 0; i < PYSPAN_WATCH_IMAGES; i++)
-		for (int j = 0; i != slot && p->images[i].used && j < p->images[i].watch.n_points; j++)
-			if (p->images[i].watch.points[j].addr == addr)
-				return true;
-	return false;
-}
-
 /* A first call of a function watched at its code object's references
  * (3.12+, found before its function object existed: as the main
  * module's body started) found its function object, R->function, in its
@@ -1213,7 +1211,7 @@ static void watch_function(struct pyspan *p, const struct pyspan_watch_request *
 	asking.pid = (pid_t)r->tgid;
 	if (!pywatch_function_runs(&asking, r->function, r->code))
 		why = "its frame held no function object of its code";
-	else if (watched_elsewhere(p, (int)known.image, r->function))
+	else if (watcher_of(p, (int)known.image, r->function) >= 0)
 		why = "another program watches the same address";
 	if (why) {
 		fprintf(stderr, "pmetrics: warning: --python-hook watch: process %d: py:%s:%s: %s: "
@@ -1259,7 +1257,7 @@ int pyspan_watch_request(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r))
 		return 0;
-	if (r->ask == PYSPAN_ASK_ENDED || !r->probes) { /* a watched process ended */
+	if (r->ask == PYSPAN_ASK_ENDED) { /* a watched process ended */
 		release_ended_images(p);
 		return 0;
 	}

@@ -633,13 +633,13 @@ static uint64_t references_of(const struct scan *s, int probe, uint64_t code, bo
 bool pywatch_function_runs(const struct python_proc *p, uint64_t function, uint64_t code)
 {
 	struct pyspan_layout obj;
-	uint64_t head[2] = { 0, 0 }, runs = 0;
+	uint8_t head[CODE_HEAD];
 
+	/* its head up to its code, in one read */
 	return function && p->function_type && pyspan_layout_for(p->major, p->minor, &obj) == 0 &&
-	       python_read_memory(p->pid, head, sizeof(head), function) == 0 &&
-	       head[1] == p->function_type &&
-	       python_read_memory(p->pid, &runs, sizeof(runs), function + obj.func_code) == 0 &&
-	       runs == code;
+	       obj.func_code + 8 <= sizeof(head) &&
+	       python_read_memory(p->pid, head, obj.func_code + 8, function) == 0 &&
+	       word_at(head, 8) == p->function_type && word_at(head, obj.func_code) == code;
 }
 
 /* Where code object CODE's instructions start: 3.11+ inside it, 3.10 in
@@ -661,7 +661,7 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 {
 	const struct python_proc *p = s->p;
 	uint8_t units[2 * PROLOGUE_UNITS];
-	uint64_t bytecode = bytecode_of(p, code);
+	uint64_t bytecode = bytecode_of(p, code), refs;
 	int first;
 	bool ask;
 
@@ -687,13 +687,12 @@ static int add_points(struct pywatch *w, const struct scan *s, uint64_t code, ui
 				 (int)p->pid, s->cfg[idx].qualname, p->major, p->minor);
 			return -EEXIST;
 		}
-	w->points[w->n_points + 1] = (struct pywatch_point){
-		references_of(s, (int)idx, code, &ask), HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code,
-		idx, -1, 0 };
-	w->points[w->n_points] = (struct pywatch_point){
+	refs = references_of(s, (int)idx, code, &ask);
+	w->points[w->n_points++] = (struct pywatch_point){
 		bytecode + 2 * (uint64_t)first, HW_BREAKPOINT_LEN_2, PYSPAN_WATCH_FIRST_STEP, code,
 		idx, -1, ask ? PYSPAN_WATCH_ASK_FUNCTION : 0 };
-	w->n_points += 2;
+	w->points[w->n_points++] = (struct pywatch_point){
+		refs, HW_BREAKPOINT_LEN_8, PYSPAN_WATCH_REFS, code, idx, -1, 0 };
 	return 0;
 }
 
