@@ -17,6 +17,7 @@
 #include "python_hooks.h"
 #include "python_probe.h"
 #include "pywatch.h"
+#include "wall_clock.h"
 #include "elf_symbols.h"
 #include "percpu_counter.h"
 #include "proc_stat.h"
@@ -1173,12 +1174,10 @@ static void start_after_hold(struct pyspan *p, const struct pyspan_watch_request
 	struct { __u64 gen; __u32 tgid, pad; } key = { r->coroutine, r->kernel_tgid, 0 };
 	int coros = own_map_fd(p, "open_coros");
 	struct open_coro coro;
-	struct timespec now;
 
-	if (bpf_map_lookup_elem(coros, &key, &coro) || !coro.start_ns ||
-	    clock_gettime(CLOCK_MONOTONIC, &now))
+	if (bpf_map_lookup_elem(coros, &key, &coro) || !coro.start_ns)
 		return;
-	coro.start_ns = (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+	coro.start_ns = monotonic_ns(); /* BPF's clock, as its start was */
 	bpf_map_update_elem(coros, &key, &coro, BPF_EXIST);
 }
 
