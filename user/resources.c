@@ -13,6 +13,7 @@
 #include "resource_procfs.h"
 #include "resource_records.h"
 #include "resources.skel.h"
+#include "wall_clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -229,6 +230,10 @@ static int read_tasks(struct resource_sampler *s)
 	}
 	close(fd);
 	s->n_tasks = bytes / sizeof(struct resource_task);
+	/* BPF reads the kernel's boot clock; /proc, btime and psutil give
+	 * start times as pmetrics' time namespace sees them */
+	for (size_t i = 0; i < s->n_tasks; i++)
+		s->tasks[i].start_boottime_ns = boottime_as_seen_here(s->tasks[i].start_boottime_ns);
 	return err;
 }
 
@@ -477,7 +482,7 @@ static int sample_all(struct resource_sampler *s, uint64_t query_ns, double upti
 int resource_sampler_poll(struct resource_sampler *s)
 {
 	uint64_t cpu_before = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = monotonic_ns();
 	uint64_t query_ns, boot_ns;
 	int err;
 
@@ -573,7 +578,7 @@ int resource_sampler_open(struct resource_sampler **out, const struct resource_o
 		return -ENOMEM;
 	s->opts = *opts;
 	s->interval_ns = (uint64_t)(opts->interval_s * 1e9);
-	s->next_due_ns = clock_ns(CLOCK_MONOTONIC); /* first poll at once */
+	s->next_due_ns = monotonic_ns(); /* first poll at once */
 	err = resource_clock_init(&s->clock);
 	if (err)
 		fprintf(stderr, "pmetrics: cannot read boot time and memory size from /proc (%s)\n",
