@@ -4,7 +4,7 @@
 # mount namespace (a container, a chroot) with a library or interpreter
 # at a path that does not exist outside it, a library replaced on disk
 # while the target still maps the old one, and PID namespaces on either
-# side. libprog -w GO N K waits for GO, then makes K calls of N ms to
+# side; and pmetrics' times in a time namespace of its own. libprog -w GO N K waits for GO, then makes K calls of N ms to
 # spanlib_compute in libspanlib.so.1: exactly K rows each time.
 source "$ROOT/tests/integration/lib.sh"
 need_root || exit 0
@@ -196,3 +196,62 @@ if [ "$n" -eq 3 ]; then t_pass; else t_fail "$n rows, want 3: $(grep -v '^libbpf
 # a PID namespace without a /proc of its own: refused, nothing written
 expect_error "pmetrics in a PID namespace with the parent's /proc" 1 "/proc belongs to another PID namespace" \
 	-x "$T_TMP/no-proc" -- unshare -p -f "$PMETRICS" record -o "$T_TMP/no-proc" --resources -- /bin/true
+
+# ---- time namespaces ---------------------------------------------------------
+# pmetrics in a time namespace of its own (a container, a restored
+# checkpoint): its CLOCK_MONOTONIC and CLOCK_BOOTTIME are the kernel's
+# plus the namespace's offsets, while BPF and perf read the kernel's own.
+# The times it writes must still be the wall clock's (span starts,
+# samples) and a process's start time what /proc says, or each would be
+# off by the offset, and the resource series would take every process
+# for a reused PID and write none of it.
+# in_time_ns NAME OFFSET: spans, then samples and the resource series,
+# each captured in a namespace OFFSET seconds off both clocks.
+in_time_ns() {
+	local name="$1" off="$2" out before after bad n
+	out=$(fresh_dir)
+	before=$(now_ns)
+	unshare --time --monotonic "$off" --boottime "$off" --fork "$PMETRICS" record -o "$out" \
+		--probe LIB=libspanlib.so:spanlib_compute -- "$LIBPROG" 5 3 2>"$T_TMP/timens.err"
+	after=$(now_ns)
+	t_begin "$name: span starts are wall-clock times (3 rows)"
+	n=$(rows "$out/robot_context_data" LIB)
+	bad=$(awk -F, -v a="$before" -v b="$after" '$1 == "LIB" && ($2 < a || $2 > b)' \
+		"$out/robot_context_data" | head -n 1)
+	if [ "$n" -eq 3 ] && [ -z "$bad" ]; then t_pass
+	else t_fail "$n rows, want 3, all between $before and $after; first outside: ${bad:-none} ($(grep -v '^libbpf' "$T_TMP/timens.err" | tail -n 1))"; fi
+
+	out=$(fresh_dir)
+	before=$(now_ns)
+	unshare --time --monotonic "$off" --boottime "$off" --fork env PMETRICS_TEST_PERF_FALLBACK=1 \
+		"$PMETRICS" record -o "$out" --resources --interval 1 --sample --off-cpu \
+		-- "$PROGS/sample_burn" block 2 2>"$T_TMP/timens.err"
+	after=$(now_ns)
+	t_begin "$name: CPU and off-CPU samples by perf_event_open are wall-clock times"
+	bad=$(awk -F, -v a="$before" -v b="$after" 'NR > 0 && ($1 < a || $1 > b)' \
+		"$out/profile_samples" | head -n 1)
+	n=$(grep -c ',off-cpu,' "$out/profile_samples" 2>/dev/null)
+	if [ "$(grep -c ',on-cpu,' "$out/profile_samples" 2>/dev/null)" -gt 0 ] && [ "$n" -gt 0 ] && [ -z "$bad" ]; then
+		t_pass
+	else t_fail "$n off-CPU samples; first outside $before..$after: ${bad:-none} ($(grep -v '^libbpf' "$T_TMP/timens.err" | tail -n 1))"; fi
+	t_begin "$name: the resource series has the process, started when it started"
+	bad=$(awk -F, -v a="$before" -v b="$after" '/sample_burn block/ {
+		n++; if ($3 * 1e9 < a - 2e9 || $3 * 1e9 > b) print $3 }' \
+		"$out/system_resource_data" | head -n 1)
+	n=$(grep -c 'sample_burn block' "$out/system_resource_data" 2>/dev/null)
+	if [ "$n" -ge 2 ] && [ -z "$bad" ]; then t_pass
+	else t_fail "$n rows, want 2 or more; a start time outside the run: ${bad:-none} ($(grep -v '^libbpf' "$T_TMP/timens.err" | grep resources | tail -n 1))"; fi
+}
+
+if unshare --time --monotonic 1 true 2>/dev/null; then
+	in_time_ns "pmetrics 10 days ahead in a time namespace" 864000
+	up=$(cut -d. -f1 /proc/uptime)
+	if [ "$up" -gt 120 ]; then
+		in_time_ns "pmetrics 60 s behind in a time namespace" -60
+	else
+		t_begin "pmetrics behind in a time namespace"
+		t_skip "up only $up s: a clock set back 60 s would be before boot"
+	fi
+else
+	t_begin "pmetrics in a time namespace"; t_skip "unshare --time is not allowed here (a kernel without CONFIG_TIME_NS, or util-linux before 2.36)"
+fi
