@@ -477,6 +477,8 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 		/* without uprobe sessions the hooks also see the returns of
 		 * steps never timed */
 		.returns_need_entry = false,
+		/* the watch hook keeps its open calls in open_coros */
+		.no_call_stacks = p->watching && !p->plain_calls,
 	};
 	int rc = set_config(p, layout);
 

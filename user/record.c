@@ -248,6 +248,7 @@ static int load_tracer(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.empty_probes = o->bench_floor,
 		.resources = s->span_context,
+		.no_probes = !has_probes(o, PROBE_NATIVE),
 	};
 
 	if (span_tracer_load(&s->spans, &topts) ||

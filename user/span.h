@@ -18,6 +18,8 @@ struct span_tracer_opts {
 	bool empty_probes;      /* benchmark floor: probes that do nothing */
 	bool resources;         /* spans carry their resource context
 				 * (struct span_resource_event) */
+	bool no_probes;         /* no native probe will be attached: loaded
+				 * to follow the target's processes only */
 };
 
 /* open + set read-only data + load. Returns 0, or -errno after printing

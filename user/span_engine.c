@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SPAN_COUNTER_NAME(name, text) [SPAN_CNT_##name] = text,
 static const char *const counter_names[SPAN_CNT_MAX] = { SPAN_COUNTERS(SPAN_COUNTER_NAME) };
@@ -37,6 +38,14 @@ static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
 	return bpf_object__find_map_by_name(obj, name);
 }
 
+/* The smallest ring the kernel takes: one page. */
+static __u32 ring_floor(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	return page > 0 ? (__u32)page : 4096;
+}
+
 int span_engine_configure(struct bpf_object *obj, struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what)
 {
@@ -59,7 +68,10 @@ int span_engine_configure(struct bpf_object *obj, struct span_engine_config *con
 	config->pidns_ino = ino;
 	/* The consumer polls; wake it early only once half the ring is used. */
 	config->wakeup_bytes = o->ringbuf_bytes / 2;
-	err = bpf_loader_set_max_entries(engine_map(obj, "spans"), (__u32)o->ringbuf_bytes, what);
+	err = bpf_loader_set_max_entries(engine_map(obj, "spans"),
+					 o->no_spans ? ring_floor() : (__u32)o->ringbuf_bytes, what);
+	if (!err && (o->no_call_stacks || o->no_spans))
+		err = bpf_loader_set_max_entries(engine_map(obj, "call_stacks"), 1, what);
 	if (err || o->resources || !rss_stat)
 		return err;
 	bpf_program__set_autoload(rss_stat, false);

@@ -17,11 +17,19 @@ struct span_engine_opts {
 	uint64_t ringbuf_bytes;  /* power of two */
 	bool resources;          /* spans carry their resource context */
 	bool returns_need_entry; /* see struct span_engine_config */
+	/* Tables no program of the object will fill, shrunk to nothing
+	 * (locked kernel memory: the call stacks take 13 MB, the ring
+	 * ringbuf_bytes): no call pushed (hooks that keep no call stack),
+	 * no span emitted either (an object loaded only to follow the
+	 * target's processes). */
+	bool no_call_stacks;
+	bool no_spans;
 };
 
 /* Before load: fills CONFIG (the object's `engine` read-only global),
- * sizes the span ring, and when resources are off shrinks the context
- * tables to one entry and leaves their tracepoint unloaded. WHAT names
+ * sizes the span ring and the call stacks, and when resources are off
+ * shrinks the context tables to one entry and leaves their tracepoint
+ * unloaded. WHAT names
  * the object in errors. Returns 0 or -errno. */
 int span_engine_configure(struct bpf_object *obj, struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what);
