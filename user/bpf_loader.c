@@ -6,7 +6,9 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +297,63 @@ int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const cha
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)attach_type);
 
 	return bpf_prog_load(type, name, "GPL", empty, 2, &opts);
+}
+
+/* Map FD's id and locked bytes, from its fdinfo; false when FD is not
+ * a BPF map. */
+static bool map_fdinfo(int dir, const char *fd, __u32 *id, uint64_t *memlock)
+{
+	char line[128];
+	bool is_map = false;
+	int info = openat(dir, fd, O_RDONLY | O_CLOEXEC);
+	FILE *f = info >= 0 ? fdopen(info, "r") : NULL;
+
+	if (!f) {
+		if (info >= 0)
+			close(info);
+		return false;
+	}
+	*id = 0;
+	*memlock = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "map_id: %llu", &v) == 1) {
+			*id = (__u32)v;
+			is_map = true;
+		} else if (sscanf(line, "memlock: %llu", &v) == 1) {
+			*memlock = v;
+		}
+	}
+	fclose(f);
+	return is_map;
+}
+
+uint64_t bpf_loader_maps_memory(void)
+{
+	DIR *fds = opendir("/proc/self/fdinfo");
+	__u32 seen[256], id;
+	size_t n_seen = 0;
+	uint64_t total = 0, bytes;
+	struct dirent *d;
+
+	if (!fds)
+		return 0;
+	while ((d = readdir(fds))) {
+		size_t i;
+
+		if (d->d_name[0] == '.' || !map_fdinfo(dirfd(fds), d->d_name, &id, &bytes))
+			continue;
+		for (i = 0; i < n_seen && seen[i] != id; i++)
+			;
+		if (i < n_seen)
+			continue; /* shared by two objects: one map */
+		if (n_seen < sizeof(seen) / sizeof(seen[0]))
+			seen[n_seen++] = id;
+		total += bytes;
+	}
+	closedir(fds);
+	return total;
 }
 
 void bpf_loader_raise_fd_limit(void)

@@ -100,6 +100,11 @@ int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const cha
 /* Perf events and links hold a descriptor each, per CPU or per thread of
  * a target with many: the soft limit raised to the hard one. */
 void bpf_loader_raise_fd_limit(void);
+/* The kernel memory the BPF maps this process holds lock (their
+ * "memlock" in /proc/self/fdinfo, each map once however many fds name
+ * it), in bytes: what a capture costs the machine's RAM beyond its own
+ * pages. 0 when /proc does not say. */
+uint64_t bpf_loader_maps_memory(void);
 
 /* Multi-uprobe links (Linux 6.6): every offset of one program in one
  * link, taken down with one wait for the kernel's grace periods where

@@ -743,6 +743,17 @@ static void install_signal_handlers(void)
 	signal(SIGXFSZ, SIG_IGN);
 }
 
+/* -v: what the capture takes of the machine's RAM besides pmetrics' own pages. */
+static void say_kernel_memory(const struct record_opts *o)
+{
+	double kib = o->verbose ? (double)bpf_loader_maps_memory() / 1024.0 : 0;
+
+	if (kib >= 1024)
+		cli_verbose(true, "BPF maps: %.1f MiB of locked kernel memory", kib / 1024.0);
+	else if (o->verbose)
+		cli_verbose(true, "BPF maps: %.0f KiB of locked kernel memory", kib);
+}
+
 static int setup(struct session *s)
 {
 	const struct record_opts *o = s->opts;
@@ -760,6 +771,7 @@ static int setup(struct session *s)
 		return -1;
 	cli_verbose(o->verbose, "probes live %.1f ms after start",
 		(double)(monotonic_ns() - pmetrics_start_ns) / 1e6);
+	say_kernel_memory(o);
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
 		cli_error("%s", err);
 		return -1;
@@ -824,6 +836,7 @@ static int setup_resources_only(struct session *s)
 	    make_output_dir(s, o->output_dir) || (has_target(s) && start_target(s)) ||
 	    resources_start(s) || sampling_start(s))
 		return -1;
+	say_kernel_memory(o);
 	if (s->target.launched && target_release(&s->target, err, sizeof(err))) {
 		cli_error("%s", err);
 		return -1;
