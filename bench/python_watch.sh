@@ -40,7 +40,7 @@ if [ $native = 1 ]; then
 	"${rounds_cmd[@]}" >"$out/rounds.log"
 else
 	where="an emulated x86 CPU (this machine's watchpoints never fire): CPU ratios there are not real costs"
-	bash "$root/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	bash "$root/.ci/install-deps" qemu-system-x86 cpio >/dev/null 2>&1 || true
 	source "$root/tests/robot/tcg-x86.sh"
 	printf '%q ' "${rounds_cmd[@]}" >"$out/guest.sh"
 	tcg_x86_run "$out/guest.sh" >"$out/rounds.log" || { where=""; echo "  skipped: $TCG_WHY"; }

@@ -48,7 +48,7 @@ if [ "${fired:-0}" -gt 0 ]; then
 else
 	# the same programs on an emulated x86 CPU, this machine's files shared
 	echo "  (here watchpoints open but never fire: ${fired:-0} of 1000 writes seen; x86 rows from qemu TCG)"
-	bash "$root/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	bash "$root/.ci/install-deps" qemu-system-x86 cpio >/dev/null 2>&1 || true
 	source "$root/tests/robot/tcg-x86.sh"
 	{ echo "echo SELFTEST \$($out/watcher --self-test)"; probe_all "$out/watcher"; } >"$out/x86.sh"
 	if tcg_x86_run "$out/x86.sh" >"$out/x86.log"; then

@@ -148,7 +148,7 @@ expect_spans() {
 # be had) or failed, and the return is 1.
 rerun_in_tcg_x86() {
 	local name="$1" script="$2" guest="$T_TMP/guest.sh"
-	bash "$ROOT/.ci/install-deps" qemu-system-x86 >/dev/null 2>&1 || true
+	bash "$ROOT/.ci/install-deps" qemu-system-x86 cpio >/dev/null 2>&1 || true
 	source "$ROOT/tests/robot/tcg-x86.sh"
 	printf 'PMETRICS_IN_TCG=1 PMETRICS=%q BUILD=%q ROOT=%q bash %q\n' "$PMETRICS" "$BUILD" "$ROOT" \
 		"$script" >"$guest"
