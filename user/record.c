@@ -249,6 +249,7 @@ static int load_tracer(struct session *s)
 		.empty_probes = o->bench_floor,
 		.resources = s->span_context,
 		.no_probes = !has_probes(o, PROBE_NATIVE),
+		.sampled = sampling(o),
 	};
 
 	if (span_tracer_load(&s->spans, &topts) ||

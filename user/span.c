@@ -41,6 +41,7 @@ static int configure(struct span_tracer *t, const struct span_tracer_opts *opts)
 		.resources = opts->resources,
 		.returns_need_entry = true,
 		.no_spans = opts->no_probes && !opts->empty_probes,
+		.call_stacks_on_demand = !opts->sampled,
 	};
 	struct span_engine_config *config = bpf_loader_rodata(t->obj, "engine", sizeof(*config));
 	bool *follow = bpf_loader_rodata(t->obj, "follow_children", sizeof(*follow));

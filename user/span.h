@@ -20,6 +20,7 @@ struct span_tracer_opts {
 				 * (struct span_resource_event) */
 	bool no_probes;         /* no native probe will be attached: loaded
 				 * to follow the target's processes only */
+	bool sampled;           /* the CPU sampler may read the call stacks */
 };
 
 /* open + set read-only data + load. Returns 0, or -errno after printing

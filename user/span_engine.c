@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define SPAN_COUNTER_NAME(name, text) [SPAN_CNT_##name] = text,
@@ -36,6 +38,16 @@ bool span_engine_in_pidns(uint64_t *dev, uint64_t *ino)
 static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
 {
 	return bpf_object__find_map_by_name(obj, name);
+}
+
+/* A PREEMPT_RT kernel before 6.1 refuses run-time allocated hash maps
+ * in tracing programs; on any RT kernel the call stacks stay
+ * preallocated. */
+static bool preempt_rt(void)
+{
+	struct utsname u;
+
+	return uname(&u) != 0 || strstr(u.version, "PREEMPT_RT") != NULL;
 }
 
 /* The smallest ring the kernel takes: one page. */
@@ -72,6 +84,10 @@ int span_engine_configure(struct bpf_object *obj, struct span_engine_config *con
 					 o->no_spans ? ring_floor() : (__u32)o->ringbuf_bytes, what);
 	if (!err && (o->no_call_stacks || o->no_spans))
 		err = bpf_loader_set_max_entries(engine_map(obj, "call_stacks"), 1, what);
+	else if (!err && o->call_stacks_on_demand && !preempt_rt())
+		err = bpf_map__set_map_flags(engine_map(obj, "call_stacks"),
+					     bpf_map__map_flags(engine_map(obj, "call_stacks")) |
+						     BPF_F_NO_PREALLOC);
 	if (err || o->resources || !rss_stat)
 		return err;
 	bpf_program__set_autoload(rss_stat, false);

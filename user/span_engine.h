@@ -24,6 +24,11 @@ struct span_engine_opts {
 	 * target's processes). */
 	bool no_call_stacks;
 	bool no_spans;
+	/* A thread's call stack is allocated as it first enters a traced
+	 * call instead of all 4096 at load (no perf_event program, such as
+	 * the CPU sampler's, may read the table then: those need it
+	 * preallocated). */
+	bool call_stacks_on_demand;
 };
 
 /* Before load: fills CONFIG (the object's `engine` read-only global),

@@ -476,19 +476,22 @@ fi
 
 # -v names the kernel memory the capture's BPF maps lock. With py:
 # probes alone the native tracer is still loaded (it follows the
-# target's children) but keeps no call stacks (13 MB at 4096 threads)
-# and no span ring (8 MB): a native probe beside them brings both back.
+# target's children) but keeps no span ring (8 MiB); without sampling
+# no table of call stacks is preallocated (12.4 MiB each for 4096
+# threads). Either left full size would pass the bounds below (about
+# 13 and 21 MiB on Linux 6.18, each map's own accounting).
 kernel_mib() {
 	"$PMETRICS" record -v -o "$(fresh_dir)" "$@" 2>&1 |
 		sed -n 's/.*BPF maps: \([0-9.]*\) MiB of locked kernel memory$/\1/p'
 }
-t_begin "py: probes alone lock 12 MiB or more less kernel memory than with a native probe"
+t_begin "locked kernel memory: py: probes alone under 17 MiB, with a native probe under 25 MiB"
 py=$(interpreter 3.12)
 if [ -n "$py" ]; then
 	alone=$(kernel_mib --probe X=py:pmtest.work:nothing_like_it -- "$py" -c pass)
 	with=$(kernel_mib --probe X=py:pmtest.work:nothing_like_it \
 		--probe N=libc.so.6:clock_nanosleep -- "$py" -c pass)
-	if [ -n "$alone" ] && [ -n "$with" ] && awk -v a="$with" -v b="$alone" 'BEGIN { exit !(a - b >= 12) }'
+	if [ -n "$alone" ] && [ -n "$with" ] &&
+		awk -v a="$alone" -v w="$with" 'BEGIN { exit !(a < 17 && w < 25 && w - a >= 7) }'
 	then t_pass; else t_fail "${alone:-?} MiB with py: probes alone, ${with:-?} MiB with a native probe too"; fi
 else
 	t_skip "no pyenv Python 3.12"
