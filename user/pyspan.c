@@ -479,8 +479,8 @@ static int configure(struct pyspan *p, const struct pyspan_target *t,
 		.returns_need_entry = false,
 		/* the watch hook keeps its open calls in open_coros */
 		.no_call_stacks = p->watching && !p->plain_calls,
-		/* no perf_event program reads them (the watch hook's
-		 * does not, and has none then) */
+		/* the CPU sampler reads only the native tracer's, and
+		 * the watch hook's perf_event program never touches them */
 		.call_stacks_on_demand = true,
 	};
 	int rc = set_config(p, layout);

@@ -34,8 +34,7 @@ struct span_engine_opts {
 /* Before load: fills CONFIG (the object's `engine` read-only global),
  * sizes the span ring and the call stacks, and when resources are off
  * shrinks the context tables to one entry and leaves their tracepoint
- * unloaded. WHAT names
- * the object in errors. Returns 0 or -errno. */
+ * unloaded. WHAT names the object in errors. Returns 0 or -errno. */
 int span_engine_configure(struct bpf_object *obj, struct span_engine_config *config,
 			  const struct span_engine_opts *o, const char *what);
 /* Whether pmetrics runs in a PID namespace other than the initial one
