@@ -252,11 +252,46 @@ int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *w
 	return err;
 }
 
+/* What OBJ's maps ask of the kernel at load, roughly: a ring its size,
+ * a preallocated table its entries (per CPU for a per-CPU one); a table
+ * allocated as it fills, nothing yet. */
+static uint64_t maps_at_load(const struct bpf_object *obj)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	const struct bpf_map *m;
+	uint64_t total = 0;
+
+	bpf_object__for_each_map(m, obj) {
+		enum bpf_map_type type = bpf_map__type(m);
+		uint64_t n = bpf_map__max_entries(m);
+
+		if (type == BPF_MAP_TYPE_RINGBUF) {
+			total += n;
+			continue;
+		}
+		if (bpf_map__map_flags(m) & BPF_F_NO_PREALLOC)
+			continue;
+		n *= bpf_map__key_size(m) + bpf_map__value_size(m);
+		if (type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_PERCPU_HASH ||
+		    type == BPF_MAP_TYPE_LRU_PERCPU_HASH)
+			n *= cpus > 0 ? (uint64_t)cpus : 1;
+		total += n;
+	}
+	return total;
+}
+
 int bpf_loader_load(struct bpf_object *obj, const char *what)
 {
 	int err = bpf_object__load(obj);
 
-	if (err)
+	/* maps are charged to the loader's memory cgroup (5.11+): a
+	 * service's MemoryMax= can be what refuses them */
+	if (err == -ENOMEM)
+		fprintf(stderr, "pmetrics: cannot load %s: the kernel refused about %.1f MiB for its "
+			"BPF maps (%s): raise the memory limit of pmetrics' cgroup (systemd: "
+			"MemoryMax=) or give a smaller --ringbuf-size\n", what,
+			(double)maps_at_load(obj) / (1024.0 * 1024.0), strerror(-err));
+	else if (err)
 		fprintf(stderr, "pmetrics: cannot load %s: %s (needs root, a kernel with BPF and "
 			"BTF; run with -v for libbpf's log)\n", what, strerror(-err));
 	return err;

@@ -103,3 +103,31 @@ t_begin "a started command that ignores SIGTERM is named, not left silently"
 left=$(sed -n 's/.*the command (PID \([0-9]*\)) is still running 1 s after SIGTERM: left running.*/\1/p' "$T_TMP/err")
 if [ -n "$left" ] && kill -0 "$left" 2>/dev/null; then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
 [ -n "$left" ] && kill -KILL "$left" 2>/dev/null
+
+# BPF maps are charged to the loader's memory cgroup (Linux 5.11+): a
+# service's MemoryMax= can refuse them. A 256 MiB span ring in a 64 MiB
+# cgroup: far more than the limit, while pmetrics' own pages fit.
+# mem_cgroup BYTES: a memory cgroup of the test's own with that limit;
+# prints its directory, or nothing where none can be made.
+mem_cgroup() {
+	local dir
+	if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+		dir=/sys/fs/cgroup/pmetrics-test.$$
+		mkdir "$dir" 2>/dev/null && echo "$1" >"$dir/memory.max" 2>/dev/null && echo "$dir"
+	elif [ -d /sys/fs/cgroup/memory ]; then
+		dir=/sys/fs/cgroup/memory/pmetrics-test.$$
+		mkdir "$dir" 2>/dev/null && echo "$1" >"$dir/memory.limit_in_bytes" 2>/dev/null && echo "$dir"
+	fi
+}
+cg=$(mem_cgroup $((64 * 1024 * 1024)))
+if [ -n "$cg" ]; then
+	expect_error "maps a memory cgroup refuses: the limit and --ringbuf-size named, nothing made" 1 \
+		"^pmetrics: cannot load the native span tracer: the kernel refused about 256\.[0-9] MiB for its BPF maps \(Cannot allocate memory\): raise the memory limit of pmetrics' cgroup \(systemd: MemoryMax=\) or give a smaller --ringbuf-size$" \
+		-x "$T_TMP/cg-out" -- bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" record -o "$3" \
+		--ringbuf-size 256 --probe X=:pm_sleep_ms -- "$4" sleep 5 2' - "$cg" "$PMETRICS" \
+		"$T_TMP/cg-out" "$PROGS/spanprog"
+	rmdir "$cg" 2>/dev/null
+else
+	t_begin "maps a memory cgroup refuses"; t_skip "no memory cgroup can be made here"
+fi
