@@ -163,8 +163,31 @@ static int check_btf_file(const char *path)
 	return ret;
 }
 
+const char *bpf_loader_fd_hint(int err)
+{
+	return err == -EMFILE || err == -ENFILE ?
+		       " (raise the open-files limit: ulimit -Hn, or LimitNOFILE= for a "
+		       "systemd service)" : "";
+}
+
+/* The fewest descriptors pmetrics starts with: the kernel check alone
+ * holds a probe object's maps, program and link at once, and a probe
+ * refused for want of descriptors would read as a feature the kernel
+ * lacks. A capture needs more (one per map, program, link and perf
+ * event: about 100 with everything on); running out later is named
+ * where it happens. */
+#define FD_FLOOR 32
+
 int bpf_loader_init(const struct bpf_loader_settings *s)
 {
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < FD_FLOOR) {
+		fprintf(stderr, "pmetrics: the open-files limit is %llu, below the %d descriptors "
+			"pmetrics needs to start%s\n", (unsigned long long)rl.rlim_max, FD_FLOOR,
+			bpf_loader_fd_hint(-EMFILE));
+		return -1;
+	}
 	libbpf_set_print(s->verbose ? libbpf_log : NULL);
 	open_opts.btf_custom_path = s->btf_path;
 	if (s->btf_path && check_btf_file(s->btf_path))
@@ -252,6 +275,7 @@ int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *w
 	return err;
 }
 
+
 /* What OBJ's maps ask of the kernel at load, roughly: a ring its size,
  * a preallocated table its entries (per CPU for a per-CPU one); a table
  * allocated as it fills, nothing yet. */
@@ -291,6 +315,9 @@ int bpf_loader_load(struct bpf_object *obj, const char *what)
 			"BPF maps (%s): raise the memory limit of pmetrics' cgroup (systemd: "
 			"MemoryMax=) or give a smaller --ringbuf-size\n", what,
 			(double)maps_at_load(obj) / (1024.0 * 1024.0), strerror(-err));
+	else if (err == -EMFILE || err == -ENFILE)
+		fprintf(stderr, "pmetrics: cannot load %s: %s%s\n", what, strerror(-err),
+			bpf_loader_fd_hint(err));
 	else if (err)
 		fprintf(stderr, "pmetrics: cannot load %s: %s (needs root, a kernel with BPF and "
 			"BTF; run with -v for libbpf's log)\n", what, strerror(-err));
@@ -304,7 +331,8 @@ int bpf_links_add(struct bpf_links *l, struct bpf_link *link, const char *what)
 
 	if (!link) {
 		err = -errno;
-		fprintf(stderr, "pmetrics: cannot attach %s: %s\n", what, strerror(-err));
+		fprintf(stderr, "pmetrics: cannot attach %s: %s%s\n", what, strerror(-err),
+			bpf_loader_fd_hint(err));
 		return err;
 	}
 	if (l->n == l->cap) {
@@ -544,8 +572,9 @@ int bpf_links_commit(struct bpf_links *l, const char *path, int pid, const char 
 		}
 		if (fd < 0) {
 			err = fd;
-			fprintf(stderr, "pmetrics: cannot attach %s (%d %ss of %s): %s\n", what, g->n,
-				uprobe_kind_name(g->kind), bpf_program__name(g->prog), strerror(-err));
+			fprintf(stderr, "pmetrics: cannot attach %s (%d %ss of %s): %s%s\n", what, g->n,
+				uprobe_kind_name(g->kind), bpf_program__name(g->prog), strerror(-err),
+				bpf_loader_fd_hint(err));
 		} else {
 			l->fds[l->n_fds++] = fd;
 		}

@@ -100,6 +100,9 @@ int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const cha
 /* Perf events and links hold a descriptor each, per CPU or per thread of
  * a target with many: the soft limit raised to the hard one. */
 void bpf_loader_raise_fd_limit(void);
+/* For an error message: how to raise the hard limit when ERR is -EMFILE
+ * or -ENFILE (" (raise the open-files limit: ...)"), else "". */
+const char *bpf_loader_fd_hint(int err);
 /* The kernel memory the BPF maps this process holds lock (their
  * "memlock" in /proc/self/fdinfo, each map once however many fds name
  * it), in bytes: what a capture costs the machine's RAM beyond its own

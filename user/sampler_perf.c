@@ -561,7 +561,8 @@ int perf_source_open(struct sample_source **out, struct sampler *s)
 	if (err) {
 		cli_error("cannot sample process %d with perf_event_open: %s%s", (int)c->pid,
 			  strerror(-err), err == -EACCES || err == -EPERM ?
-			  " (needs CAP_PERFMON, or kernel.perf_event_paranoid <= 1)" : "");
+			  " (needs CAP_PERFMON, or kernel.perf_event_paranoid <= 1)" :
+			  bpf_loader_fd_hint(err));
 		perf_close(&p->base);
 		return -1;
 	}

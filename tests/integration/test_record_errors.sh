@@ -131,3 +131,11 @@ if [ -n "$cg" ]; then
 else
 	t_begin "maps a memory cgroup refuses"; t_skip "no memory cgroup can be made here"
 fi
+
+# Too few descriptors to start: named at once. Left to run, the kernel
+# check's probes would fail for want of descriptors and read as features
+# the kernel lacks ("no BPF attach cookies").
+expect_error "an open-files limit below what pmetrics needs to start" 1 \
+	"^pmetrics: the open-files limit is 16, below the 32 descriptors pmetrics needs to start \(raise the open-files limit: ulimit -Hn, or LimitNOFILE= for a systemd service\)$" \
+	-x "$T_TMP/fd-out" -- bash -c 'ulimit -n 16 && ulimit -Hn 16 && exec "$1" record -o "$2" \
+	--probe X=:pm_sleep_ms -- "$3" sleep 5 2' - "$PMETRICS" "$T_TMP/fd-out" "$PROGS/spanprog"
