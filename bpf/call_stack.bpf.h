@@ -37,13 +37,12 @@ const volatile struct span_engine_config engine = {
 
 /* Threads with a call stack: created at a thread's first traced entry,
  * deleted when it exits; kept to what a traced program plausibly has, a
- * thread beyond it counted. Preallocated as compiled, which a
- * perf_event program reading it (the CPU sampler) needs; the loader
- * asks for run-time allocation where none does (user/span_engine.c):
- * 3 KB a thread then, not 13 MB at load. Kernels before 6.1 warn in
- * the verifier's log about run-time allocation from tracing programs;
- * uprobes and tracepoints run in process context, never inside the
- * allocator, so it is safe there. */
+ * thread beyond it (or one the kernel had no memory for) counted.
+ * Preallocated as compiled, which a perf_event program reading it (the
+ * CPU sampler) needs, and kernels before 6.1 too (run-time allocation
+ * from a tracing program puts a WARNING in their log); elsewhere the
+ * loader asks for run-time allocation (user/span_engine.c): 3 KB a
+ * thread then, not 13 MB at load. */
 #define SPAN_MAX_THREADS 4096
 
 struct {

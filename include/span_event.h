@@ -83,7 +83,7 @@ struct span_engine_config {
 	X(THREAD_EXIT, "thread exited")                                         \
 	X(UNWOUND, "unwound by longjmp/exception")                              \
 	X(NO_ENTRY, "returns without a seen entry")                             \
-	X(STACK_FULL, "calls in threads beyond the tracking table")             \
+	X(STACK_FULL, "calls in threads beyond the tracking table or its memory") \
 	X(CORO_TABLE_FULL, "too many open coroutines")                          \
 	X(MID_CORO, "coroutines started before pmetrics attached")              \
 	X(CORO_NO_START, "coroutine ends whose start was lost")                 \

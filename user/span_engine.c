@@ -40,14 +40,28 @@ static struct bpf_map *engine_map(struct bpf_object *obj, const char *name)
 	return bpf_object__find_map_by_name(obj, name);
 }
 
-/* A PREEMPT_RT kernel before 6.1 refuses run-time allocated hash maps
- * in tracing programs; on any RT kernel the call stacks stay
- * preallocated. */
 static bool preempt_rt(void)
 {
 	struct utsname u;
 
-	return uname(&u) != 0 || strstr(u.version, "PREEMPT_RT") != NULL;
+	return uname(&u) != 0 || strstr(u.version, "PREEMPT_RT") != NULL ||
+	       access("/sys/kernel/realtime", F_OK) == 0;
+}
+
+/* Run-time allocated hash maps in tracing programs are safe and silent
+ * from Linux 6.1 (the BPF memory allocator). Before, the verifier puts a
+ * WARNING with a backtrace in the kernel log and taints the kernel (a
+ * panic under panic_on_warn), and a PREEMPT_RT kernel refuses them. The
+ * helper bpf_user_ringbuf_drain() came in the same release: whether
+ * the kernel has it tells. RT kernels keep preallocated tables. */
+static bool runtime_alloc_safe(void)
+{
+	static int safe = -1;
+
+	if (safe < 0)
+		safe = !preempt_rt() && libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE,
+								BPF_FUNC_user_ringbuf_drain, NULL) == 1;
+	return safe;
 }
 
 /* The smallest ring the kernel takes: one page. */
@@ -84,7 +98,7 @@ int span_engine_configure(struct bpf_object *obj, struct span_engine_config *con
 					 o->no_spans ? ring_floor() : (__u32)o->ringbuf_bytes, what);
 	if (!err && (o->no_call_stacks || o->no_spans))
 		err = bpf_loader_set_max_entries(engine_map(obj, "call_stacks"), 1, what);
-	else if (!err && o->call_stacks_on_demand && !preempt_rt())
+	else if (!err && o->call_stacks_on_demand && runtime_alloc_safe())
 		err = bpf_map__set_map_flags(engine_map(obj, "call_stacks"),
 					     bpf_map__map_flags(engine_map(obj, "call_stacks")) |
 						     BPF_F_NO_PREALLOC);

@@ -25,9 +25,10 @@ struct span_engine_opts {
 	bool no_call_stacks;
 	bool no_spans;
 	/* A thread's call stack is allocated as it first enters a traced
-	 * call instead of all 4096 at load (no perf_event program, such as
-	 * the CPU sampler's, may read the table then: those need it
-	 * preallocated). */
+	 * call instead of all 4096 at load, where the kernel allows it
+	 * safely (Linux 6.1, not PREEMPT_RT). No perf_event program, such
+	 * as the CPU sampler's, may read the table then: those need it
+	 * preallocated. */
 	bool call_stacks_on_demand;
 };
 
