@@ -165,9 +165,10 @@ static int check_btf_file(const char *path)
 
 const char *bpf_loader_fd_hint(int err)
 {
-	return err == -EMFILE || err == -ENFILE ?
-		       " (raise the open-files limit: ulimit -Hn, or LimitNOFILE= for a "
-		       "systemd service)" : "";
+	if (err == -ENFILE)
+		return " (the whole system's file table is full: sysctl fs.file-max)";
+	return err == -EMFILE ? " (raise the open-files limit: ulimit -Hn, or LimitNOFILE= "
+				"for a systemd service)" : "";
 }
 
 /* The fewest descriptors pmetrics starts with: the kernel check alone
@@ -182,9 +183,10 @@ int bpf_loader_init(const struct bpf_loader_settings *s)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < FD_FLOOR) {
+	bpf_loader_raise_fd_limit();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < FD_FLOOR) {
 		fprintf(stderr, "pmetrics: the open-files limit is %llu, below the %d descriptors "
-			"pmetrics needs to start%s\n", (unsigned long long)rl.rlim_max, FD_FLOOR,
+			"pmetrics needs to start%s\n", (unsigned long long)rl.rlim_cur, FD_FLOOR,
 			bpf_loader_fd_hint(-EMFILE));
 		return -1;
 	}
@@ -419,14 +421,27 @@ uint64_t bpf_loader_maps_memory(void)
 	return total;
 }
 
+/* The soft limit pmetrics was started with, for the commands it starts. */
+static struct rlimit own_fd_limit;
+static bool fd_limit_raised;
+
 void bpf_loader_raise_fd_limit(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		if (!fd_limit_raised)
+			own_fd_limit = rl;
+		fd_limit_raised = true;
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+void bpf_loader_restore_fd_limit(void)
+{
+	if (fd_limit_raised)
+		setrlimit(RLIMIT_NOFILE, &own_fd_limit);
 }
 
 int bpf_links_attach(struct bpf_links *l, struct bpf_program *prog, const char *what)

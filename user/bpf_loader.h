@@ -100,6 +100,10 @@ int bpf_loader_empty_program(enum bpf_prog_type type, int attach_type, const cha
 /* Perf events and links hold a descriptor each, per CPU or per thread of
  * a target with many: the soft limit raised to the hard one. */
 void bpf_loader_raise_fd_limit(void);
+/* Puts back the soft limit pmetrics started with: for a command it
+ * starts, between fork and exec, so the command runs as it would
+ * without pmetrics. */
+void bpf_loader_restore_fd_limit(void);
 /* For an error message: how to raise the hard limit when ERR is -EMFILE
  * or -ENFILE (" (raise the open-files limit: ...)"), else "". */
 const char *bpf_loader_fd_hint(int err);

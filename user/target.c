@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "target.h"
+#include "bpf_loader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,6 +129,7 @@ static void child_wait_and_exec(int release_rd, int error_wr, char *const argv[]
 	if (read(release_rd, &go, 1) != 1)
 		_exit(127); /* pmetrics gave up before release */
 	close(release_rd);
+	bpf_loader_restore_fd_limit(); /* raised for pmetrics' own descriptors */
 	execvp(argv[0], argv);
 	e = errno;
 	if (write(error_wr, &e, sizeof(e)) < 0)
