@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -50,14 +51,34 @@ int time_ns_parse_offsets(const char *text, struct time_ns_offsets *out)
 static struct time_ns_offsets own_offsets;
 static pthread_once_t own_offsets_once = PTHREAD_ONCE_INIT;
 
+/* Whether the namespace /proc/self/timens_offsets describes, the one
+ * children will be in, is pmetrics' own: not after unshare(CLONE_NEWTIME)
+ * without a fork on kernels that do not move a process at exec (before
+ * 5.18: `unshare --time pmetrics`), and then pmetrics is still in the
+ * namespace it was started in, taken to have no offsets. */
+static bool offsets_are_own(void)
+{
+	char own[64], children[64];
+	ssize_t a = readlink("/proc/self/ns/time", own, sizeof(own) - 1);
+	ssize_t b = readlink("/proc/self/ns/time_for_children", children, sizeof(children) - 1);
+
+	if (a <= 0 || b <= 0)
+		return true;
+	own[a] = children[b] = '\0';
+	return strcmp(own, children) == 0;
+}
+
 /* No file (a kernel without time namespaces) or one that does not
  * parse: the kernel's clocks are taken to be ours. */
 static void read_own_offsets(void)
 {
 	char buf[256];
-	int fd = open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
+	int fd;
 	ssize_t n;
 
+	if (!offsets_are_own())
+		return;
+	fd = open("/proc/self/timens_offsets", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	n = read(fd, buf, sizeof(buf) - 1);
