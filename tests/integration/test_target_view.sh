@@ -205,13 +205,15 @@ expect_error "pmetrics in a PID namespace with the parent's /proc" 1 "/proc belo
 # samples) and a process's start time what /proc says, or each would be
 # off by the offset, and the resource series would take every process
 # for a reused PID and write none of it.
-# in_time_ns NAME OFFSET: spans, then samples and the resource series,
-# each captured in a namespace OFFSET seconds off both clocks.
+# in_time_ns NAME MONO BOOT: spans, then samples and the resource
+# series, each captured in a namespace whose monotonic clock is MONO
+# seconds off the kernel's and its boot clock BOOT (two values, so that
+# one offset taken for the other shows).
 in_time_ns() {
-	local name="$1" off="$2" out before after bad n
+	local name="$1" mono="$2" boot="$3" out before after bad n
 	out=$(fresh_dir)
 	before=$(now_ns)
-	unshare --time --monotonic "$off" --boottime "$off" --fork "$PMETRICS" record -o "$out" \
+	unshare --time --monotonic "$mono" --boottime "$boot" --fork "$PMETRICS" record -o "$out" \
 		--probe LIB=libspanlib.so:spanlib_compute -- "$LIBPROG" 5 3 2>"$T_TMP/timens.err"
 	after=$(now_ns)
 	t_begin "$name: span starts are wall-clock times (3 rows)"
@@ -223,7 +225,7 @@ in_time_ns() {
 
 	out=$(fresh_dir)
 	before=$(now_ns)
-	unshare --time --monotonic "$off" --boottime "$off" --fork env PMETRICS_TEST_PERF_FALLBACK=1 \
+	unshare --time --monotonic "$mono" --boottime "$boot" --fork env PMETRICS_TEST_PERF_FALLBACK=1 \
 		"$PMETRICS" record -o "$out" --resources --interval 1 --sample --off-cpu \
 		-- "$PROGS/sample_burn" block 2 2>"$T_TMP/timens.err"
 	after=$(now_ns)
@@ -244,13 +246,13 @@ in_time_ns() {
 }
 
 if unshare --time --monotonic 1 true 2>/dev/null; then
-	in_time_ns "pmetrics 10 days ahead in a time namespace" 864000
+	in_time_ns "pmetrics 10 and 20 days ahead in a time namespace" 864000 1728000
 	up=$(cut -d. -f1 /proc/uptime)
-	if [ "$up" -gt 120 ]; then
-		in_time_ns "pmetrics 60 s behind in a time namespace" -60
+	if [ "$up" -gt 150 ]; then
+		in_time_ns "pmetrics 60 and 90 s behind in a time namespace" -60 -90
 	else
 		t_begin "pmetrics behind in a time namespace"
-		t_skip "up only $up s: a clock set back 60 s would be before boot"
+		t_skip "up only $up s: a clock set back 90 s would be before boot"
 	fi
 else
 	t_begin "pmetrics in a time namespace"; t_skip "unshare --time is not allowed here (a kernel without CONFIG_TIME_NS, or util-linux before 2.36)"

@@ -69,8 +69,10 @@ static void text_that_does_not_parse_is_refused(void **state)
 	assert_int_equal(time_ns_parse_offsets("monotonic 5 0 extra\n", &o), -EINVAL);
 }
 
-/* This process's own offsets (0 outside a time namespace) are what
- * separate its CLOCK_MONOTONIC from the kernel's. */
+/* This process's own offsets are what separate its CLOCK_MONOTONIC
+ * from the kernel's. Outside a time namespace, as tests usually run,
+ * they are 0 and this checks only that monotonic_ns() reads
+ * CLOCK_MONOTONIC; test_target_view.sh runs pmetrics inside one. */
 static void monotonic_is_the_kernels_clock(void **state)
 {
 	const struct time_ns_offsets *own = time_ns_offsets();
