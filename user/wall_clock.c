@@ -53,8 +53,8 @@ static pthread_once_t own_offsets_once = PTHREAD_ONCE_INIT;
 
 /* Whether the namespace /proc/self/timens_offsets describes, the one
  * children will be in, is pmetrics' own: not after unshare(CLONE_NEWTIME)
- * without a fork on kernels that do not move a process at exec (before
- * 5.18: `unshare --time pmetrics`), and then pmetrics is still in the
+ * without a fork (`unshare --time pmetrics`) on a kernel old enough not
+ * to move a process into it at exec, and then pmetrics is still in the
  * namespace it was started in, taken to have no offsets. */
 static bool offsets_are_own(void)
 {
