@@ -277,7 +277,6 @@ int bpf_loader_set_max_entries(struct bpf_map *map, __u32 entries, const char *w
 	return err;
 }
 
-
 /* What OBJ's maps ask of the kernel at load, roughly: a ring its size,
  * a preallocated table its entries (per CPU for a per-CPU one); a table
  * allocated as it fills, nothing yet. */

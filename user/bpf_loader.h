@@ -104,8 +104,9 @@ void bpf_loader_raise_fd_limit(void);
  * starts, between fork and exec, so the command runs as it would
  * without pmetrics. */
 void bpf_loader_restore_fd_limit(void);
-/* For an error message: how to raise the hard limit when ERR is -EMFILE
- * or -ENFILE (" (raise the open-files limit: ...)"), else "". */
+/* For an error message, what to do about running out of descriptors:
+ * for -EMFILE how to raise the open-files limit, for -ENFILE the
+ * system's file table (" (...)"); "" for any other ERR. */
 const char *bpf_loader_fd_hint(int err);
 /* The kernel memory the BPF maps this process holds lock (their
  * "memlock" in /proc/self/fdinfo, each map once however many fds name

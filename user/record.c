@@ -747,11 +747,14 @@ static void install_signal_handlers(void)
 /* -v: what the capture takes of the machine's RAM besides pmetrics' own pages. */
 static void say_kernel_memory(const struct record_opts *o)
 {
-	double kib = o->verbose ? (double)bpf_loader_maps_memory() / 1024.0 : 0;
+	double kib;
 
+	if (!o->verbose)
+		return;
+	kib = (double)bpf_loader_maps_memory() / 1024.0;
 	if (kib >= 1024)
 		cli_verbose(true, "BPF maps: %.1f MiB of locked kernel memory", kib / 1024.0);
-	else if (o->verbose)
+	else
 		cli_verbose(true, "BPF maps: %.0f KiB of locked kernel memory", kib);
 }
 

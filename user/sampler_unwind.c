@@ -6,10 +6,10 @@
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "python_stack.h"
 #include "symbolizer.h"
+#include "wall_clock.h"
 
 /* A process's modules are reported again, when a pc is in none of
  * them: at once when the pc is in a file mapped since (a library loaded
@@ -158,14 +158,6 @@ struct unwinder {
 	struct walk walk;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- the thread callbacks: one thread, the sample's -------------------- */
 
 static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
@@ -268,7 +260,7 @@ static void drop(struct proc_dwfl *p)
 static bool report(struct unwinder *u, struct proc_dwfl *p)
 {
 	drop(p);
-	p->reported_ns = now_ns();
+	p->reported_ns = monotonic_ns();
 	p->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!p->dwfl)
 		return false;
@@ -345,7 +337,7 @@ int unwinder_walk(struct unwinder *u, pid_t pid, pid_t tid, const uint64_t *regs
 
 	if (!p || !REGS_COUNT || max <= 0)
 		return 0;
-	if (report_again(p, regs[REG_IP], now_ns()) && !report(u, p))
+	if (report_again(p, regs[REG_IP], monotonic_ns()) && !report(u, p))
 		return 0;
 	if (!p->dwfl)
 		return 0; /* the last report failed: not again yet */

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "elf_symbols.h"
 #include "profile/capture.h"
+#include "wall_clock.h"
 
 /* A process's mappings are read again on a miss at most this often: an
  * address outside every mapping is often a broken frame-pointer chain,
@@ -66,14 +66,6 @@ struct symbolizer {
 	size_t n_ksyms;
 	bool ksyms_read;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- /proc/PID/maps ---------------------------------------------------- */
 
@@ -342,7 +334,7 @@ static void read_maps(struct proc_entry *p)
 	struct proc_map *maps;
 	int n = proc_maps_read(p->pid, &maps);
 
-	p->read_ns = now_ns();
+	p->read_ns = monotonic_ns();
 	if (n < 0)
 		return;
 	drop_maps(p);
@@ -411,7 +403,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 	if (!p)
 		return;
 	i = map_index(p, look);
-	if ((i < 0 || !p->maps[i].path[0]) && now_ns() - p->read_ns >= MAPS_REREAD_NS) {
+	if ((i < 0 || !p->maps[i].path[0]) && monotonic_ns() - p->read_ns >= MAPS_REREAD_NS) {
 		read_maps(p);
 		i = map_index(p, look);
 	}
