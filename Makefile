@@ -83,6 +83,10 @@ ASAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/asan/tests/%,$(UNIT_SRCS))
 
 .PHONY: all deps test check unit unit-asan integration demo bench fuzz clean
 
+# A compile that fails on a machine short of a build package ends by
+# naming the missing packages, instead of a bare "header not found".
+OR_NAME_MISSING := || { bash .ci/install-deps --check --build; exit 1; }
+
 # Hooks filled by mk/*.mk.
 CHECK_EXTRA :=
 BENCH_EXTRA :=
@@ -105,7 +109,7 @@ pmetrics $(OUT)/pmetrics $(OUT)/pmetrics.unstripped: $(USER_OBJS)
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@ $(OR_NAME_MISSING)
 	$(Q)$(LLVM_STRIP) -g $@
 
 # The kernel feature probes must load where there is no BTF: no CO-RE.
@@ -114,19 +118,19 @@ $(OUT)/bpf/kernel_probe.bpf.o: BPF_CFLAGS += -DBPF_NO_PRESERVE_ACCESS_INDEX
 $(OUT)/bpf/%_nobtf.bpf.o: bpf/%.bpf.c vmlinux/$(ARCH)/vmlinux.h
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -DPMETRICS_NO_BTF -DBPF_NO_PRESERVE_ACCESS_INDEX $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DPMETRICS_NO_BTF -DBPF_NO_PRESERVE_ACCESS_INDEX $(DEPFLAGS) -c $< -o $@ $(OR_NAME_MISSING)
 	$(Q)$(LLVM_STRIP) -g $@
 
 $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@ $(OR_NAME_MISSING)
 
 # The skeletons are made before any user object is compiled (order
 # only); the .d files then say which object includes which.
 $(OUT)/user/%.o: user/%.c | $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(PM_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(PM_CFLAGS) $(DEPFLAGS) -c $< -o $@ $(OR_NAME_MISSING)
 
 $(OUT)/asan/user/%.o: user/%.c | $(SKELS)
 	$(call msg,CC-ASAN,$@)
