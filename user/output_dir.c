@@ -556,15 +556,22 @@ static int fill_temp(int fd, const void *buf, size_t len, struct stat *id)
 	return ret;
 }
 
-int output_dir_replace(struct output_dir *d, const char *name, const void *buf, size_t len,
-		       bool *was_new, struct stat *id, char *err, size_t errlen)
+int output_dir_stage(struct output_dir *d, const char *name, const void *buf, size_t len,
+		     struct stat *id, char *tmp, size_t tmplen, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX], path[PATH_MAX + 256];
-	int fd = create_temp(d->fd, name, tmp, sizeof(tmp)), saved;
+	char path[PATH_MAX + 256];
+	struct stat st;
+	int fd, saved;
 
-	*was_new = false;
+	/* rename() cannot put a file over a directory: say so before any
+	 * file of a set is replaced. */
+	if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		refuse(err, errlen, d, name, "it is a directory");
+		return -1;
+	}
+	fd = create_temp(d->fd, name, tmp, tmplen);
 	if (fd >= 0) {
-		if (fill_temp(fd, buf, len, id) == 0 && rename_over(d->fd, tmp, name, was_new) == 0)
+		if (fill_temp(fd, buf, len, id) == 0)
 			return 0;
 		saved = errno;
 		unlinkat(d->fd, tmp, 0);
@@ -573,6 +580,38 @@ int output_dir_replace(struct output_dir *d, const char *name, const void *buf, 
 	output_dir_file_path(d, name, path, sizeof(path));
 	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 	return -1;
+}
+
+int output_dir_commit(struct output_dir *d, const char *tmp, const char *name, bool *was_new,
+		      char *err, size_t errlen)
+{
+	char path[PATH_MAX + 256];
+
+	if (rename_over(d->fd, tmp, name, was_new) == 0)
+		return 0;
+	output_dir_file_path(d, name, path, sizeof(path));
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	output_dir_unstage(d, tmp);
+	return -1;
+}
+
+void output_dir_unstage(struct output_dir *d, const char *tmp)
+{
+	int saved = errno;
+
+	unlinkat(d->fd, tmp, 0);
+	errno = saved;
+}
+
+int output_dir_replace(struct output_dir *d, const char *name, const void *buf, size_t len,
+		       bool *was_new, struct stat *id, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+
+	*was_new = false;
+	if (output_dir_stage(d, name, buf, len, id, tmp, sizeof(tmp), err, errlen))
+		return -1;
+	return output_dir_commit(d, tmp, name, was_new, err, errlen);
 }
 
 void output_dir_remove(struct output_dir *d, const char *name, const struct stat *id)

@@ -53,6 +53,16 @@ int output_dir_open_append(struct output_dir *d, const char *name, bool *created
  * output_dir_remove(). Returns 0, or -1 with a one-line reason in err. */
 int output_dir_replace(struct output_dir *d, const char *name, const void *buf, size_t len,
 		       bool *was_new, struct stat *id, char *err, size_t errlen);
+/* output_dir_replace() in two steps, for files that must be replaced
+ * together: stage each (refused when NAME is a directory; written and
+ * fsync'd under the temporary name left in tmp), then rename each with
+ * output_dir_commit(), or drop the staged ones with output_dir_unstage().
+ * Both return 0, or -1 with a one-line reason in err. */
+int output_dir_stage(struct output_dir *d, const char *name, const void *buf, size_t len,
+		     struct stat *id, char *tmp, size_t tmplen, char *err, size_t errlen);
+int output_dir_commit(struct output_dir *d, const char *tmp, const char *name, bool *was_new,
+		      char *err, size_t errlen);
+void output_dir_unstage(struct output_dir *d, const char *tmp);
 /* Unlinks NAME when it still is the file ID (st_dev, st_ino) describes:
  * a failed start takes back only what it made. */
 void output_dir_remove(struct output_dir *d, const char *name, const struct stat *id);

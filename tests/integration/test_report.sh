@@ -210,6 +210,18 @@ rc=$?
 if [ $rc -eq 1 ] && grep -q "symbolic link" "$T_TMP/half.err" && ! grep -q wrote "$T_TMP/half.out" &&
 	[ "$(wc -l <"$T_TMP/sums.before")" -eq 4 ] && sums | cmp -s - "$T_TMP/sums.before"
 then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/half.out" "$T_TMP/half.err" | head -c 600)"; fi
+t_begin "a report with one output it cannot write (a directory there) replaces none of them"
+rm -f "$HALF/robot_context_data"
+cp "$CAP/robot_context_data" "$HALF/"
+rm "$HALF/profile.pb.gz" && mkdir "$HALF/profile.pb.gz"
+"$PMETRICS" report "$HALF" --span ANALYZING_PROTOCOL >"$T_TMP/dir.out" 2>"$T_TMP/dir.err"
+rc=$?
+sums_but_pprof() { (cd "$HALF" && sha256sum profile.folded profile.svg trace.json); }
+if [ $rc -eq 1 ] && [ "$(wc -l <"$T_TMP/dir.err")" -eq 1 ] &&
+	grep -q "refusing to write .*profile.pb.gz: it is a directory" "$T_TMP/dir.err" &&
+	! grep -q wrote "$T_TMP/dir.out" && ! ls "$HALF" | grep -q '\.tmp-' &&
+	sums_but_pprof | cmp -s - <(grep -v profile.pb.gz "$T_TMP/sums.before")
+then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/dir.out" "$T_TMP/dir.err" | head -c 600)"; fi
 expect_error "unknown --format: exit 2" 2 "pmetrics report: unknown --format 'flame'" -- "$PMETRICS" report "$CAP" --format flame
 expect_error "unknown --span: one line naming the states there, exit 1" 1 \
 	"--span ANALYSING: no sample in .* was taken inside ANALYSING \(states there: ANALYZING_PROTOCOL, GETTING_CACHED_ANALYSIS\)" \

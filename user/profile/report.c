@@ -8,6 +8,7 @@
 #include "profile_model.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,16 +232,18 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
 	return rc;
 }
 
-/* Every output is built before any file is replaced, so input that one
- * of them cannot take (a span file the timeline cannot read) leaves an
- * earlier report's files as they were, all of them. */
+/* Every output is built and staged before any file is replaced, so
+ * input that one of them cannot take (a span file the timeline cannot
+ * read), or a file that cannot be written, leaves an earlier report's
+ * files as they were, all of them. */
 static int write_outputs(const struct report_opts *o, const struct profile *p)
 {
 	enum { N = sizeof(formats) / sizeof(formats[0]) };
 	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
 				 .n_states = o->n_spans };
-	char err[512], path[4352];
+	char err[512], path[4352], tmp[N][PATH_MAX];
 	struct out_buf b[N] = { 0 };
+	bool staged[N] = { false };
 	uint64_t skipped = 0;
 	struct output_dir *d = output_dir_open(o->out_dir ? o->out_dir : o->dir, err, sizeof(err));
 	int rc = 0;
@@ -257,15 +260,27 @@ static int write_outputs(const struct report_opts *o, const struct profile *p)
 		cli_error("%s: %" PRIu64 " malformed row%s of its span and resource files left out "
 			  "of the timeline", o->dir, skipped, skipped == 1 ? "" : "s");
 	for (size_t i = 0; i < N && rc == 0; i++) {
-		bool was_new;
 		struct stat id;
 
 		if (!(o->formats & formats[i].fmt))
 			continue;
-		if (output_dir_replace(d, formats[i].file, b[i].s ? b[i].s : "", b[i].len, &was_new,
-				       &id, err, sizeof(err))) {
+		if (output_dir_stage(d, formats[i].file, b[i].s ? b[i].s : "", b[i].len, &id,
+				     tmp[i], sizeof(tmp[i]), err, sizeof(err)))
 			rc = EXIT_RUNTIME;
-			break;
+		staged[i] = rc == 0;
+	}
+	for (size_t i = 0; i < N; i++) {
+		bool was_new;
+
+		if (!staged[i])
+			continue;
+		if (rc) {
+			output_dir_unstage(d, tmp[i]);
+			continue;
+		}
+		if (output_dir_commit(d, tmp[i], formats[i].file, &was_new, err, sizeof(err))) {
+			rc = EXIT_RUNTIME;
+			continue;
 		}
 		output_dir_file_path(d, formats[i].file, path, sizeof(path));
 		printf("wrote %s\n", path);
