@@ -22,6 +22,24 @@ if [ $rc -eq 0 ] && [ "$keys" -ge 3 ] && [ "$keys" = "$panels" ] &&
 	python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$T_TMP/chart.svg" 2>"$T_TMP/xml"
 then t_pass; else t_fail "rc $rc, $keys keys, $panels panels, $(head -c 200 "$T_TMP/xml" "$T_TMP/err")"; fi
 
+t_begin "svg_replace: a symlink at --svg is replaced, not followed; a failed write keeps the old chart"
+echo VICTIM >"$T_TMP/victim.txt"
+ln -s "$T_TMP/victim.txt" "$T_TMP/link.svg"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 --svg "$T_TMP/link.svg" "$T_TMP/export.jsonl" >/dev/null 2>"$T_TMP/err1"
+rc1=$?
+echo OLD >"$T_TMP/old.svg"
+# A file-size limit of 64 KiB makes the chart's write fail part-way.
+(trap '' XFSZ; ulimit -f 64; "$PMETRICS" analyze --svg "$T_TMP/old.svg" "$T_TMP/export.jsonl") \
+	>/dev/null 2>"$T_TMP/err2"
+rc2=$?
+if [ $rc1 -eq 0 ] && [ ! -L "$T_TMP/link.svg" ] && [ "$(cat "$T_TMP/victim.txt")" = VICTIM ] &&
+	cmp -s "$T_TMP/link.svg" "$T_TMP/chart.svg" && [ $rc2 -eq 1 ] &&
+	[ "$(cat "$T_TMP/old.svg")" = OLD ] && grep -q "cannot write .*old.svg: File too large" "$T_TMP/err2" &&
+	! ls "$T_TMP" | grep -q '\.tmp-'
+then t_pass; else t_fail "rc $rc1/$rc2, victim $(cat "$T_TMP/victim.txt" | head -c 40), old $(head -c 40 "$T_TMP/old.svg"); $(cat "$T_TMP/err1" "$T_TMP/err2")"; fi
+expect_error "svg_dir: --svg naming a directory is refused before the analysis" 1 \
+	"--svg $T_TMP/ names a directory: give a file name" -- "$PMETRICS" analyze --svg "$T_TMP/" "$T_TMP/export.jsonl"
+
 t_begin "svg_render: headless Chromium draws points, bucket means and trend lines"
 CHROMIUM=$(command -v chromium || true)
 if [ -z "$CHROMIUM" ]; then

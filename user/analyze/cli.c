@@ -327,12 +327,25 @@ static bool svg_dir_writable(const char *svg)
 	return access(dir, W_OK) == 0;
 }
 
+/* Whether PATH's last component is no file name ("out/", ".", ".."). */
+static bool names_directory(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	return !*base || !strcmp(base, ".") || !strcmp(base, "..");
+}
+
 static int run(struct cli *c)
 {
 	struct version_result *results = NULL;
 	struct analysis *a;
 	int i, rc = 0;
 
+	if (c->svg && names_directory(c->svg)) {
+		fprintf(stderr, "pmetrics: analyze: --svg %s names a directory: give a file name, "
+			"such as trends.svg\n", cli_printable(c->svg));
+		return 1;
+	}
 	if (c->svg && !svg_dir_writable(c->svg)) {
 		fprintf(stderr, "pmetrics: analyze: cannot write --svg %s: %s (its directory must "
 			"exist and be writable)\n", cli_printable(c->svg), strerror(errno));

@@ -3,9 +3,15 @@
  * sample of the points, the bucket means and the fitted trend line. */
 #include "report.h"
 
+#include "output_dir.h"
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PANEL_W 560
 #define PANEL_H 330
@@ -203,20 +209,15 @@ static void draw_panel(FILE *out, double ox, double oy, const char *version,
 	fputs("</g>\n", out);
 }
 
-int report_write_svg(const char *path, const struct version_result *r, size_t n,
-		     const struct report_opts *o)
+/* The chart, drawn into OUT. */
+static void draw_chart(FILE *out, const struct version_result *r, size_t n,
+		       const struct report_opts *o)
 {
 	size_t i, j, panels = 0, p = 0, rows;
-	FILE *out;
 
 	for (i = 0; i < n; i++)
 		panels += r[i].n_keys;
 	rows = panels ? (panels + COLS - 1) / COLS : 1;
-	out = fopen(path, "w");
-	if (!out) {
-		fprintf(stderr, "pmetrics: analyze: cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%zu\" viewBox=\"0 0 %d %zu\">\n"
 		"<style>text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;fill:#222}"
@@ -232,9 +233,47 @@ int report_write_svg(const char *path, const struct version_result *r, size_t n,
 			draw_panel(out, (double)(p % COLS) * PANEL_W, 30.0 + (double)(p / COLS) * PANEL_H,
 				   r[i].v->name, &r[i].keys[j], o);
 	fputs("</svg>\n", out);
-	if (fclose(out) != 0) {
-		fprintf(stderr, "pmetrics: analyze: writing %s failed: %s\n", path, strerror(errno));
-		return -1;
+}
+
+/* The chart is drawn in memory and then replaces PATH whole (written
+ * beside it, then renamed; a symlink at PATH is replaced, not followed),
+ * so a failed write leaves an earlier chart as it was. */
+int report_write_svg(const char *path, const struct version_result *r, size_t n,
+		     const struct report_opts *o)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[PATH_MAX], err[PATH_MAX + 256];
+	struct output_dir *d = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	bool was_new;
+	struct stat id;
+	FILE *out = open_memstream(&buf, &len);
+	int rc = -1;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	if (!out) {
+		snprintf(err, sizeof(err), "cannot write %s: %s", path, strerror(errno));
+		goto done;
 	}
-	return 0;
+	draw_chart(out, r, n, o);
+	if (fclose(out) != 0) {
+		out = NULL;
+		snprintf(err, sizeof(err), "cannot write %s: %s", path, strerror(errno));
+		goto done;
+	}
+	out = NULL;
+	d = output_dir_open(dir, err, sizeof(err));
+	if (d && output_dir_replace(d, base, buf, len, &was_new, &id, err, sizeof(err)) == 0)
+		rc = 0;
+done:
+	if (rc)
+		fprintf(stderr, "pmetrics: analyze: %s\n", err);
+	if (out)
+		fclose(out);
+	if (d)
+		output_dir_close(d);
+	free(buf);
+	return rc;
 }
