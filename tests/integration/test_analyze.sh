@@ -91,6 +91,13 @@ if grep -qE '^  robot-server-uvicorn-processes +40 +1\.0000 .*\+1\.0000 \[\+1\.0
 	grep -q '"slopeMbPerHour": -0.2,' "$T_TMP/ext" && cmp -s "$T_TMP/ext_stripped" "$T_TMP/want"
 then t_pass; else t_fail "$(head -6 "$T_TMP/text"; diff "$T_TMP/want" "$T_TMP/ext_stripped" | head -5)"; fi
 
+t_begin "--versions naming only versions with no reports: each says no data, exit 0"
+"$PMETRICS" analyze --versions 9.9.9,9.9.8 "$T_TMP/d.jsonl" >"$T_TMP/na" 2>"$T_TMP/na.err"; rc=$?
+printf '{\n  "9.9.9": "N/A - No data available",\n  "9.9.8": "N/A - No data available"\n}\n' >"$T_TMP/na.want"
+if [ $rc -eq 0 ] && tail -n +2 "$T_TMP/na" | cmp -s - "$T_TMP/na.want" &&
+	grep -q "of versions not asked for with --versions" "$T_TMP/na.err"
+then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/na" "$T_TMP/na.err" | head -c 400)"; fi
+
 t_begin "-v names each skipped line as FILE:LINE"
 { cat "$T_TMP/d.jsonl"; echo 'not json'; } >"$T_TMP/v.jsonl"
 "$PMETRICS" analyze -v "$T_TMP/v.jsonl" >/dev/null 2>"$T_TMP/ev"

@@ -357,7 +357,9 @@ static int run(struct cli *c)
 		if (!given_before(c, i))
 			analyze_read_input(a, c->inputs[i]);
 	analysis_print_skips(a, stderr);
-	if (a->samples == 0) {
+	/* Reports that were all of other versions than --versions names
+	 * still answer: each named version has no data. */
+	if (a->samples == 0 && !a->left_out[LEFT_OTHER_VERSION]) {
 		fprintf(stderr, "pmetrics: analyze: no usable samples in the input; check that it holds resourceMonitorReport events with appMode ODD, or a memory series (-v names skipped lines)\n");
 		analysis_free(a);
 		return 1;
