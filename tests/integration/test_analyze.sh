@@ -109,6 +109,8 @@ expect_error "bad option: --min-samples 0" 2 'for example --min-samples 30' -- \
 	"$PMETRICS" analyze --min-samples 0 "$T_TMP/d.jsonl"
 expect_error "bad option: --aggregate without a key" 2 'REGEX=KEY' -- \
 	"$PMETRICS" analyze --aggregate 'nokey' "$T_TMP/d.jsonl"
+expect_error "bad option: --aggregate into the system's key" 2 'cannot be odd-available-memory' -- \
+	"$PMETRICS" analyze --aggregate '^x=odd-available-memory' "$T_TMP/d.jsonl"
 expect_error "bad option: --drop with a bad regular expression" 2 "bad regular expression '\\('" -- \
 	"$PMETRICS" analyze --drop '(' "$T_TMP/d.jsonl"
 expect_error "bad option: no input" 2 'no input given' -- "$PMETRICS" analyze

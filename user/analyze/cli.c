@@ -165,6 +165,11 @@ static int add_rule(struct cli *c, const char *arg, int aggregate)
 			free(pattern);
 			return bad("the KEY of --aggregate is not UTF-8 text", "write it in UTF-8, as the report is");
 		}
+		if (!strcmp(eq + 1, ANALYZE_SYSTEM_KEY)) {
+			free(pattern);
+			return bad("the KEY of --aggregate cannot be " ANALYZE_SYSTEM_KEY
+				   ", which holds the system's available memory", "pick another key name");
+		}
 		if (analyze_rule_compile(rule, pattern, eq + 1, err, sizeof(err))) {
 			free(pattern);
 			return bad(err, "write a POSIX extended regular expression");
