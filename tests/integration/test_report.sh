@@ -159,6 +159,19 @@ print("\n".join(problems[:5]))
 sys.exit(1 if problems else 0)
 PY
 
+t_begin "trace: a span time past 2^63 ns is a malformed row, not a slice 584 years long"
+BIG=$(fresh_dir)
+cp -r "$CAP"/. "$BIG"/
+first_start=$(sed -n 2p "$BIG/robot_context_data" | cut -d, -f2)
+echo "ANALYZING_PROTOCOL,$first_start,99999999999999999999999" >>"$BIG/robot_context_data"
+echo "ANALYZING_PROTOCOL,$first_start,9223372036854775808" >>"$BIG/robot_context_data"
+"$PMETRICS" report "$BIG" --format trace >"$T_TMP/big.out" 2>"$T_TMP/big.err"; rc=$?
+if [ $rc -eq 0 ] && grep -q "2 malformed rows of its span and resource files left out" "$T_TMP/big.err" &&
+	python3 -c 'import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+sys.exit(0 if len([e for e in ev if e["ph"] == "X"]) == 2 and max(e["dur"] for e in ev if e["ph"] == "X") < 1e9 else 1)' "$BIG/trace.json"
+then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/big.err" | head -c 400)"; fi
+
 # ---- SVG -------------------------------------------------------------------
 t_begin "svg: well-formed, self-contained, the same bytes from the same capture"
 cp "$CAP/profile.svg" "$T_TMP/first.svg"

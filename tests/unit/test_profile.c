@@ -413,6 +413,29 @@ static void frames_kept_whole(void **state)
 	remove_dir(dir);
 }
 
+/* Times and counts: whole digits, up to the limit given, no further. */
+static void decimal_fields(void **state)
+{
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(profile_decimal_parse("9223372036854775807", 19, INT64_MAX, &v), 0);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(profile_decimal_parse("9223372036854775808", 19, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("18446744073709551615", 20, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("99999999999999999999999", 23, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("4294967295", 10, UINT32_MAX, &v), 0);
+	assert_true(v == UINT32_MAX);
+	assert_int_equal(profile_decimal_parse("4294967296", 10, UINT32_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("00012", 5, UINT32_MAX, &v), 0);
+	assert_true(v == 12);
+	assert_int_equal(profile_decimal_parse("", 0, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("-1", 2, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("1 ", 2, INT64_MAX, &v), -1);
+	assert_int_equal(profile_decimal_parse("12x", 2, INT64_MAX, &v), 0); /* only LEN bytes */
+	assert_true(v == 12);
+}
+
 static void frame_forms(void **state)
 {
 	char buf[128], copy[128];
@@ -514,6 +537,7 @@ int main(void)
 		cmocka_unit_test(folded_bytes),
 		cmocka_unit_test(frames_kept_whole),
 		cmocka_unit_test(frame_forms),
+		cmocka_unit_test(decimal_fields),
 		cmocka_unit_test(foreign_rows),
 		cmocka_unit_test(escapes_drop_xml_nonchars),
 	};

@@ -74,6 +74,24 @@ int profile_stack_id_parse(const char *s, size_t len, uint64_t *id)
 	return 0;
 }
 
+int profile_decimal_parse(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 20)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (d > max || v > (max - d) / 10) /* v * 10 + d > max */
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
 bool profile_state_name_ok(const char *s, size_t len)
 {
 	if (len == 0)

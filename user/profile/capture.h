@@ -93,6 +93,11 @@ void profile_stack_id_format(uint64_t id, char *buf);
 /* Parses exactly 16 hex digits; -1 otherwise. */
 int profile_stack_id_parse(const char *s, size_t len, uint64_t *id);
 
+/* S[0..len) as a whole field of decimal digits (no sign, no blank) that
+ * is at most MAX; -1 otherwise. Times and counts take INT64_MAX, which
+ * pprof stores signed (292 years of ns). */
+int profile_decimal_parse(const char *s, size_t len, uint64_t max, uint64_t *out);
+
 /* Whether S[0..len) is a span state name: letters, digits and '_'. */
 bool profile_state_name_ok(const char *s, size_t len);
 

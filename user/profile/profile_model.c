@@ -8,30 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A whole field of decimal digits, no sign, no blank, within 64 bits. */
-static int parse_u64(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (len == 0 || len > 20)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
-
-/* A count or a time in ns, which pprof stores signed: at most INT64_MAX
- * (292 years of ns). */
+/* A count or a time in ns, which pprof stores signed. */
 static int parse_i64_range(const char *s, size_t len, uint64_t *out)
 {
-	return parse_u64(s, len, out) || *out > INT64_MAX ? -1 : 0;
+	return profile_decimal_parse(s, len, INT64_MAX, out);
 }
 
 /* A + B, held at UINT64_MAX: sums of rows, which could come from anywhere. */
@@ -44,7 +24,7 @@ static int parse_u32(const char *s, size_t len, uint32_t *out)
 {
 	uint64_t v;
 
-	if (parse_u64(s, len, &v) || v > UINT32_MAX)
+	if (profile_decimal_parse(s, len, UINT32_MAX, &v))
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

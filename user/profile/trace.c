@@ -56,14 +56,10 @@ static void see_time(struct timeline *t, uint64_t ns)
 	t->any_time = true;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/* A time or duration field, in ns: whole digits up to INT64_MAX. */
+static int parse_ns(const char *s, uint64_t *out)
 {
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	*out = strtoull(s, &end, 10);
-	return *end ? -1 : 0;
+	return profile_decimal_parse(s, strlen(s), INT64_MAX, out);
 }
 
 static const char *digits(const char *s)
@@ -129,7 +125,7 @@ static int read_spans(struct timeline *t, char *err, size_t errlen)
 		t->span_file = files[f];
 		while (csv_data_next(&d, &r)) {
 			uint64_t start, dur;
-			if (r.n < 3 || parse_u64(r.field[1], &start) || parse_u64(r.field[2], &dur) ||
+			if (r.n < 3 || parse_ns(r.field[1], &start) || parse_ns(r.field[2], &dur) ||
 			    !profile_state_name_ok(r.field[0], r.len[0])) {
 				t->bad_rows++;
 				continue;
@@ -363,7 +359,7 @@ static int load_series(struct timeline *t, const char *name, struct csv_data *d,
 		return rc < 0 ? -1 : 0;
 	while (csv_data_next(d, &r)) {
 		uint64_t ns;
-		if (r.n >= 2 && parse_u64(r.field[0], &ns) == 0)
+		if (r.n >= 2 && parse_ns(r.field[0], &ns) == 0)
 			see_time(t, ns);
 	}
 	d->pos = 0;
@@ -380,7 +376,7 @@ static void memory_counters(struct timeline *t, struct csv_data *d)
 
 	while (csv_data_next(d, &r)) {
 		uint64_t ns;
-		if (r.n != 5 || parse_u64(r.field[0], &ns)) {
+		if (r.n != 5 || parse_ns(r.field[0], &ns)) {
 			t->bad_rows++;
 			continue;
 		}
@@ -409,7 +405,7 @@ static void resource_counters(struct timeline *t, struct csv_data *d)
 	intern_init(&prev.keys);
 	while (csv_data_next(d, &r)) {
 		uint64_t ns;
-		if (r.n != 6 || parse_u64(r.field[0], &ns) || !is_number(r.field[3]) ||
+		if (r.n != 6 || parse_ns(r.field[0], &ns) || !is_number(r.field[3]) ||
 		    !is_number(r.field[4])) {
 			t->bad_rows++;
 			continue;
