@@ -45,6 +45,19 @@ gzip -c "$T_TMP/d.jsonl" >"$T_TMP/d.jsonl.gz"
 "$PMETRICS" analyze --versions 8.2.0,8.1.0 - <"$T_TMP/d.jsonl" >"$T_TMP/stdin" 2>/dev/null
 if cmp -s "$T_TMP/gz" "$T_TMP/want" && cmp -s "$T_TMP/stdin" "$T_TMP/want"; then t_pass; else t_fail "differs"; fi
 
+t_begin "gzip: a bad checksum keeps every decoded line; members in a row and zero padding read as gzip does"
+"$PY" -c 'import sys; d = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(d[:-8] + bytes(4) + d[-4:])' \
+	"$T_TMP/d.jsonl.gz" "$T_TMP/crc.gz"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/crc.gz" >"$T_TMP/crc" 2>"$T_TMP/crc.err"; rc=$?
+{ cat "$T_TMP/d.jsonl.gz" "$T_TMP/d.jsonl.gz"; printf '\0\0\0\0'; } >"$T_TMP/two.gz"
+cat "$T_TMP/d.jsonl" "$T_TMP/d.jsonl" >"$T_TMP/two.jsonl"
+"$PMETRICS" analyze "$T_TMP/two.gz" >"$T_TMP/two.out" 2>"$T_TMP/two.err"
+"$PMETRICS" analyze "$T_TMP/two.jsonl" >"$T_TMP/two.want" 2>/dev/null
+if [ $rc -eq 0 ] && cmp -s "$T_TMP/crc" "$T_TMP/want" &&
+	grep -q "crc.gz: read stopped early (incorrect data check)" "$T_TMP/crc.err" &&
+	cmp -s "$T_TMP/two.out" "$T_TMP/two.want" && [ ! -s "$T_TMP/two.err" ]
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/crc.err" "$T_TMP/two.err" | head -3; diff "$T_TMP/want" "$T_TMP/crc" | head -3)"; fi
+
 t_begin "a file given twice (or by another name) is read once, and said"
 ln -sf "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl"
 "$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl" "$T_TMP/d.jsonl" \

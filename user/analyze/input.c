@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -140,94 +141,159 @@ static int resolve_path(struct analysis *a, const char *arg, char **path, char *
 	return 0;
 }
 
-static gzFile open_gz(struct analysis *a, const char *path)
+/* Hands decoded bytes to the reader their first ones choose; -1 when
+ * that reader cannot start. */
+static int deliver(struct input *in, const char *buf, size_t len)
 {
-	gzFile gz;
+	size_t skip = 0;
 
-	if (!path) {
-		int fd = dup(STDIN_FILENO);
+	if (in->kind == KIND_UNKNOWN) {
+		enum input_kind k = sniff(buf, len, &skip);
 
-		gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
-		if (!gz && fd >= 0)
-			close(fd);
-	} else {
-		gz = gzopen(path, "rb");
+		if (k == KIND_UNKNOWN)
+			return 0; /* only white space so far */
+		if (start_reader(in, k))
+			return -1;
 	}
-	if (!gz)
-		fail(a, "pmetrics: analyze: cannot open %s: %s\n", path ? path : "stdin",
-		     errno ? strerror(errno) : "out of memory");
-	else
-		gzbuffer(gz, 1u << 18);
-	return gz;
+	push(in, buf + skip, len - skip);
+	return 0;
 }
 
-/* Reads the whole stream; returns 0, or -1 when it was cut short. */
-static int pump(struct input *in, gzFile gz, char *buf)
+static ssize_t read_some(int fd, void *buf, size_t len)
 {
-	int n, errnum = Z_OK;
-	size_t skip;
+	ssize_t n;
 
-	while ((n = gzread(gz, buf, CHUNK)) > 0) {
-		size_t off = 0;
+	do
+		n = read(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
 
-		if (in->kind == KIND_UNKNOWN) {
-			enum input_kind k = sniff(buf, (size_t)n, &skip);
+/* A gzip stream, member after member, decoded by hand with inflate()
+ * rather than gzread(): gzread() drops every byte of a read that ends in
+ * an error, so a bad checksum at a file's end lost the last megabyte of
+ * lines decoded before it. Bytes after a member that start no other are
+ * ignored, as gzip(1) does. */
+static int pump_gzip(struct input *in, int fd, unsigned char *ibuf, size_t have, char *obuf,
+		     const char **why)
+{
+	z_stream zs = { 0 };
+	int zrc = Z_OK, rc = 0;
+	bool eof = false, out_full = false;
 
-			if (k == KIND_UNKNOWN)
-				continue; /* only white space so far */
-			if (start_reader(in, k))
-				return -2;
-			off = skip;
-		}
-		push(in, buf + off, (size_t)n - off);
-	}
-	if (n < 0)
+	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
+		*why = "out of memory";
 		return -1;
-	gzerror(gz, &errnum);
-	return errnum == Z_BUF_ERROR ? -1 : 0;
+	}
+	zs.next_in = ibuf;
+	zs.avail_in = (uInt)have;
+	for (;;) {
+		if (zs.avail_in == 0 && !eof) {
+			ssize_t n = read_some(fd, ibuf, CHUNK);
+
+			if (n < 0) {
+				*why = strerror(errno);
+				rc = -1;
+				break;
+			}
+			eof = n == 0;
+			zs.next_in = ibuf;
+			zs.avail_in = (uInt)n;
+		}
+		if (zs.avail_in == 0 && eof && !out_full) {
+			if (zrc != Z_STREAM_END) {
+				*why = "gzip stream ends mid-way";
+				rc = -1;
+			}
+			break;
+		}
+		if (zrc == Z_STREAM_END) {
+			if (zs.next_in[0] != 0x1f)
+				break;
+			inflateReset(&zs);
+		}
+		zs.next_out = (unsigned char *)obuf;
+		zs.avail_out = CHUNK;
+		zrc = inflate(&zs, Z_NO_FLUSH);
+		out_full = zs.avail_out == 0;
+		if (CHUNK - zs.avail_out && deliver(in, obuf, CHUNK - zs.avail_out)) {
+			rc = -2;
+			break;
+		}
+		if (zrc == Z_DATA_ERROR || zrc == Z_MEM_ERROR || zrc == Z_NEED_DICT) {
+			*why = zs.msg ? zs.msg : "corrupt data";
+			rc = -1;
+			break;
+		}
+	}
+	inflateEnd(&zs);
+	return rc;
+}
+
+/* Reads the whole stream, plain or gzip; returns 0, -1 when it was cut
+ * short (*why says how), or -2 when its reader could not start. */
+static int pump(struct input *in, int fd, unsigned char *ibuf, char *obuf, const char **why)
+{
+	size_t have = 0;
+	ssize_t n = 1;
+
+	while (have < 2 && (n = read_some(fd, ibuf + have, CHUNK - have)) > 0)
+		have += (size_t)n;
+	if (n < 0) {
+		*why = strerror(errno);
+		return -1;
+	}
+	if (have >= 2 && ibuf[0] == 0x1f && ibuf[1] == 0x8b)
+		return pump_gzip(in, fd, ibuf, have, obuf, why);
+	while (have > 0) {
+		if (deliver(in, (const char *)ibuf, have))
+			return -2;
+		n = read_some(fd, ibuf, CHUNK);
+		if (n < 0) {
+			*why = strerror(errno);
+			return -1;
+		}
+		have = (size_t)n;
+	}
+	return 0;
 }
 
 int analyze_read_input(struct analysis *a, const char *arg)
 {
 	struct input in = { .a = a, .source = strcmp(arg, "-") ? arg : "<stdin>" };
-	char *path, *header, *buf;
-	gzFile gz;
-	int rc, close_rc;
+	char *path, *header, *obuf;
+	unsigned char *ibuf;
+	const char *why = NULL;
+	int fd, rc;
 
 	if (resolve_path(a, arg, &path, &header))
 		return -1;
 	in.header_path = header;
-	gz = open_gz(a, path);
-	buf = malloc(CHUNK);
-	if (!gz || !buf) {
-		if (gz)
-			gzclose_r(gz);
-		free(buf);
+	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0) {
+		fail(a, "pmetrics: analyze: cannot open %s: %s\n", path, strerror(errno));
 		free(path);
 		free(header);
-		return gz ? fail(a, "pmetrics: analyze: %s: %s\n", in.source, "out of memory") : -1;
+		return -1;
 	}
-	rc = pump(&in, gz, buf);
+	ibuf = malloc(CHUNK);
+	obuf = malloc(CHUNK);
+	rc = ibuf && obuf ? pump(&in, fd, ibuf, obuf, &why) : -3;
 	if (rc == -1) {
-		int errnum;
-		const char *msg = gzerror(gz, &errnum);
-
 		fprintf(stderr, "pmetrics: analyze: %s: read stopped early (%s): the file is truncated or corrupt; the lines before that point were used\n",
-			in.source, errnum == Z_BUF_ERROR ? "gzip stream ends mid-way" : msg);
+			in.source, why);
 		a->input_errors++;
-	}
-	close_rc = gzclose_r(gz);
-	if (rc == 0 && close_rc == Z_BUF_ERROR) {
-		fprintf(stderr, "pmetrics: analyze: %s: gzip stream ends mid-way: the file is truncated; the lines before that point were used\n",
-			in.source);
-		a->input_errors++;
-		rc = -1;
 	}
 	if (in.kind == KIND_UNKNOWN && rc == 0)
 		fprintf(stderr, "pmetrics: analyze: %s is empty\n", in.source);
 	finish(&in);
-	free(buf);
+	if (path)
+		close(fd);
+	free(ibuf);
+	free(obuf);
 	free(path);
 	free(header);
+	if (rc == -3)
+		return fail(a, "pmetrics: analyze: %s: %s\n", in.source, "out of memory");
 	return rc == 0 ? 0 : -1;
 }
