@@ -1463,9 +1463,9 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen: no coroutine of it took a "
 			"first step while watched\n", pr->module, pr->qualname);
 	else if (!p->plain_calls)
-		fprintf(out, "pmetrics: warning: py:%s:%s was never seen; if it is a plain function "
-			"(not async def), time it with --python-hook calls\n", pr->module,
-			pr->qualname);
+		fprintf(out, "pmetrics: warning: py:%s:%s: no coroutine of it ran during the "
+			"capture; if it is a plain function (not async def), time it with "
+			"--python-hook calls\n", pr->module, pr->qualname);
 	else
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
 			pr->module, pr->qualname,

@@ -93,7 +93,7 @@ check_robot() {
 	if [ "$hook" = coroutines ]; then
 		expect_rows "$tag.sync_rows" "$data" CRUNCH 0
 		expect_ok "$tag.plain_warning" "no warning that crunch needs --python-hook calls" \
-			grep -q "py:pmtest.work:crunch was never seen; if it is a plain function (not async def), time it with --python-hook calls" "$out.err"
+			grep -q "py:pmtest.work:crunch: no coroutine of it ran during the capture; if it is a plain function (not async def), time it with --python-hook calls" "$out.err"
 		expect_ok "$tag.no_inline_warning" "a warning about inlined calls without the calls hook" \
 			bash -c "! grep -q 'inlines' '$out.err'"
 		return
@@ -470,7 +470,7 @@ if [ -n "$py" ]; then
 	t_begin py_never_seen
 	"$PMETRICS" record -o "$out" --probe X=py:pmtest.work:nothing_like_it -- "$py" -c pass 2>"$T_TMP/never.err"
 	rc=$?
-	if [ $rc -eq 0 ] && grep -q "py:pmtest.work:nothing_like_it was never seen" "$T_TMP/never.err"; then t_pass
+	if [ $rc -eq 0 ] && grep -q "py:pmtest.work:nothing_like_it: no coroutine of it ran during the capture" "$T_TMP/never.err"; then t_pass
 	else t_fail "exit $rc: $(cat "$T_TMP/never.err")"; fi
 fi
 
