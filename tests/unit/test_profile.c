@@ -231,6 +231,14 @@ static void damaged_stack_row(void **state)
 	assert_int_equal(p.bad_stack_rows, 1);
 	assert_int_equal(p.n_stacks, 3);
 	profile_free(&p);
+	/* a sample that needs the damaged row: the error says what happened */
+	char sample[128];
+	snprintf(sample, sizeof(sample), "4000,100,7,on-cpu,10,,%.16s\n", row);
+	write_file(dir, "profile_samples", sample, "a");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "is not in profile_stacks: the capture is corrupt (a row there "
+				    "whose frames do not match its id was damaged)"));
+	profile_free(&p);
 	remove_dir(dir);
 }
 
@@ -267,6 +275,11 @@ static void no_samples_file(void **state)
 
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 1);
 	assert_non_null(strstr(err, "has no profile_samples"));
+	profile_free(&p);
+	/* samples without their stacks: named, not "stack id ... corrupt" */
+	write_file(dir, "profile_samples", "4000,100,7,on-cpu,10,,00000000deadbeef\n", "w");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "has profile_samples but no profile_stacks"));
 	profile_free(&p);
 	remove_dir(dir);
 }

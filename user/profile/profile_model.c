@@ -132,7 +132,10 @@ static int load_stacks(const char *dir, struct profile *p, char *err, size_t err
 	uint64_t id;
 	int rc = csv_data_load(dir, PROFILE_STACKS_FILE, &d, err, errlen);
 
-	if (rc < 0)
+	if (rc == 1)
+		snprintf(err, errlen, "%s has %s but no %s: copy the capture's files together",
+			 dir, PROFILE_SAMPLES_FILE, PROFILE_STACKS_FILE);
+	if (rc)
 		return -1;
 	p->torn_rows += d.torn_bytes > 0;
 	while (csv_data_next(&d, &r)) {
@@ -236,7 +239,9 @@ static int take_sample(struct profile *p, const struct csv_data *d, const struct
 	stack = u64map_get(&p->stack_by_id, id);
 	if (stack < 0) {
 		snprintf(err, errlen, "%s line %zu: stack id %s is not in %s: the capture is "
-			 "corrupt", d->path, r->line, r->field[6], PROFILE_STACKS_FILE);
+			 "corrupt%s", d->path, r->line, r->field[6], PROFILE_STACKS_FILE,
+			 p->bad_stack_rows ? " (a row there whose frames do not match its id "
+					     "was damaged)" : "");
 		return -1;
 	}
 	s.stack = (uint32_t)stack;
