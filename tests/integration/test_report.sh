@@ -242,6 +242,9 @@ expect_error "unknown --span: one line naming the states there, exit 1" 1 \
 expect_error "nothing left after --span and --kind: exit 1" 1 "none of its 105 samples is left after --span GETTING_CACHED_ANALYSIS --kind off-cpu" \
 	-x "$T_TMP/none2" -- "$PMETRICS" report "$CAP" --span GETTING_CACHED_ANALYSIS --kind off-cpu -o "$T_TMP/none2"
 expect_error "bad --span name: exit 2" 2 "bad --span 'a-b'" -- "$PMETRICS" report "$CAP" --span a-b
+expect_error "a capture directory that does not exist: named with the fix, exit 1" 1 \
+	"/nonexistent/cap is not a capture directory \(No such file or directory\): give the -o DIR of a pmetrics record --sample" \
+	-- "$PMETRICS" report /nonexistent/cap
 expect_error "no directory: exit 2" 2 "which capture directory" -- "$PMETRICS" report
 expect_error "two directories: both named, exit 2" 2 "one capture directory only: '/tmp/a1' and '/tmp/b2'" \
 	-- "$PMETRICS" report /tmp/a1 /tmp/b2

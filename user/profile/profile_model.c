@@ -357,8 +357,8 @@ int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
 	profile_init(p);
 	rc = csv_data_load(dir, PROFILE_SAMPLES_FILE, &d, err, errlen);
 	if (rc == 1)
-		snprintf(err, errlen, "%s has no %s: no profile was recorded there", dir,
-			 PROFILE_SAMPLES_FILE);
+		snprintf(err, errlen, "%s has no %s: no profile was recorded there (record "
+			 "with --sample or --off-cpu)", dir, PROFILE_SAMPLES_FILE);
 	if (rc)
 		return rc;
 	if (load_stacks(dir, p, err, errlen) || load_samples(p, &d, err, errlen) ||

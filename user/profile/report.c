@@ -7,11 +7,13 @@
 #include "outputs.h"
 #include "profile_model.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_SPANS 64
 
@@ -314,8 +316,17 @@ static int run(const struct report_opts *o)
 	struct profile_filter f = { .states = o->spans, .n_states = o->n_spans, .kind = o->kind };
 	struct profile p;
 	char err[768];
-	int rc = profile_load(o->dir, &p, err, sizeof(err));
+	struct stat st;
+	int missing = stat(o->dir, &st), rc;
 
+	/* The capture directory, named with what report wants in it. */
+	if (missing || !S_ISDIR(st.st_mode)) {
+		cli_error("%s is not a capture directory (%s): give the -o DIR of a pmetrics "
+			  "record --sample or --off-cpu", o->dir,
+			  missing ? strerror(errno) : "not a directory");
+		return EXIT_RUNTIME;
+	}
+	rc = profile_load(o->dir, &p, err, sizeof(err));
 	if (rc) {
 		cli_error("%s", err);
 		profile_free(&p);
