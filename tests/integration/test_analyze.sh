@@ -89,6 +89,14 @@ head -c 2000 "$T_TMP/d.jsonl.gz" >"$T_TMP/trunc.gz"
 if [ $rc1 -eq 0 ] && cmp -s "$T_TMP/ob" "$T_TMP/want" && [ -s "$T_TMP/eb" ] && [ $rc2 -le 1 ]; then t_pass
 else t_fail "rc $rc1/$rc2: $(cat "$T_TMP/eb" "$T_TMP/et" | head -3)"; fi
 
+t_begin "a binary file (plain or gzip) is refused by name, beside usable input"
+gzip -c "$PMETRICS" >"$T_TMP/bin.gz"
+"$PMETRICS" analyze "$PMETRICS" >/dev/null 2>"$T_TMP/bin.err"; rc1=$?
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/bin.gz" "$T_TMP/d.jsonl" >"$T_TMP/bin.out" 2>"$T_TMP/bin2.err"; rc2=$?
+if [ $rc1 -eq 1 ] && grep -q "$PMETRICS holds binary data, not JSON lines nor a memory series: give an export" "$T_TMP/bin.err" &&
+	[ $rc2 -eq 0 ] && cmp -s "$T_TMP/bin.out" "$T_TMP/want" && grep -q "bin.gz holds binary data" "$T_TMP/bin2.err"
+then t_pass; else t_fail "rc $rc1/$rc2: $(cat "$T_TMP/bin.err" "$T_TMP/bin2.err" | head -4)"; fi
+
 t_begin "nothing usable: exit 1 with a one-line reason"
 printf 'garbage\n' >"$T_TMP/g.jsonl"; : >"$T_TMP/empty.jsonl"
 "$PMETRICS" analyze "$T_TMP/g.jsonl" >/dev/null 2>"$T_TMP/eg"; rc1=$?

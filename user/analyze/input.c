@@ -142,13 +142,19 @@ static int resolve_path(struct analysis *a, const char *arg, char **path, char *
 }
 
 /* Hands decoded bytes to the reader their first ones choose; -1 when
- * that reader cannot start. */
+ * that reader cannot start, -3 when they are binary data. */
 static int deliver(struct input *in, const char *buf, size_t len)
 {
 	size_t skip = 0;
 
 	if (in->kind == KIND_UNKNOWN) {
 		enum input_kind k = sniff(buf, len, &skip);
+
+		/* Neither format holds a NUL byte in its first line: a binary
+		 * file was named (one damaged line later is only skipped). */
+		const char *eol = memchr(buf, '\n', len);
+		if (memchr(buf, '\0', eol ? (size_t)(eol - buf) : len))
+			return -3;
 
 		if (k == KIND_UNKNOWN)
 			return 0; /* only white space so far */
@@ -216,8 +222,8 @@ static int pump_gzip(struct input *in, int fd, unsigned char *ibuf, size_t have,
 		zs.avail_out = CHUNK;
 		zrc = inflate(&zs, Z_NO_FLUSH);
 		out_full = zs.avail_out == 0;
-		if (CHUNK - zs.avail_out && deliver(in, obuf, CHUNK - zs.avail_out)) {
-			rc = -2;
+		if (CHUNK - zs.avail_out && (rc = deliver(in, obuf, CHUNK - zs.avail_out)) != 0) {
+			rc = rc == -3 ? -3 : -2;
 			break;
 		}
 		if (zrc == Z_DATA_ERROR || zrc == Z_MEM_ERROR || zrc == Z_NEED_DICT) {
@@ -231,7 +237,8 @@ static int pump_gzip(struct input *in, int fd, unsigned char *ibuf, size_t have,
 }
 
 /* Reads the whole stream, plain or gzip; returns 0, -1 when it was cut
- * short (*why says how), or -2 when its reader could not start. */
+ * short (*why says how), -2 when its reader could not start, or -3 when
+ * it holds binary data. */
 static int pump(struct input *in, int fd, unsigned char *ibuf, char *obuf, const char **why)
 {
 	size_t have = 0;
@@ -246,8 +253,10 @@ static int pump(struct input *in, int fd, unsigned char *ibuf, char *obuf, const
 	if (have >= 2 && ibuf[0] == 0x1f && ibuf[1] == 0x8b)
 		return pump_gzip(in, fd, ibuf, have, obuf, why);
 	while (have > 0) {
-		if (deliver(in, (const char *)ibuf, have))
-			return -2;
+		int rc = deliver(in, (const char *)ibuf, have);
+
+		if (rc)
+			return rc == -3 ? -3 : -2;
 		n = read_some(fd, ibuf, CHUNK);
 		if (n < 0) {
 			*why = strerror(errno);
@@ -278,7 +287,7 @@ int analyze_read_input(struct analysis *a, const char *arg)
 	}
 	ibuf = malloc(CHUNK);
 	obuf = malloc(CHUNK);
-	rc = ibuf && obuf ? pump(&in, fd, ibuf, obuf, &why) : -3;
+	rc = ibuf && obuf ? pump(&in, fd, ibuf, obuf, &why) : -4;
 	if (rc == -1) {
 		fprintf(stderr, "pmetrics: analyze: %s: read stopped early (%s): the file is truncated or corrupt; the lines before that point were used\n",
 			in.source, why);
@@ -294,6 +303,10 @@ int analyze_read_input(struct analysis *a, const char *arg)
 	free(path);
 	free(header);
 	if (rc == -3)
+		return fail(a, "pmetrics: analyze: %s holds binary data, not JSON lines nor a "
+			    "memory series: %s\n", in.source, "give an export (JSON lines, plain or "
+			    "gzip) or a capture directory");
+	if (rc == -4)
 		return fail(a, "pmetrics: analyze: %s: %s\n", in.source, "out of memory");
 	return rc == 0 ? 0 : -1;
 }
