@@ -137,6 +137,12 @@ $(OUT)/asan/user/%.o: user/%.c | $(SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
+# pmetrics itself under ASan/UBSan, for the integration tests that run it
+# that way (tests/run-all.sh, integration-asan).
+$(OUT)/asan/pmetrics: $(ASAN_OBJS)
+	$(call msg,LINK-ASAN,$@)
+	$(Q)$(CC) $(PM_CFLAGS) $(ASAN_FLAGS) -o $@ $^ $(DYN_LIBS)
+
 $(OUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	$(call msg,UNIT,$@)
 	$(Q)mkdir -p $(@D)
@@ -157,7 +163,7 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory check
 
-check: pmetrics $(UNIT_BINS) $(ASAN_UNIT_BINS) $(PROGS) $(CHECK_EXTRA)
+check: pmetrics $(OUT)/asan/pmetrics $(UNIT_BINS) $(ASAN_UNIT_BINS) $(PROGS) $(CHECK_EXTRA)
 	$(Q)bash tests/run-all.sh $(OUT)
 
 unit: $(UNIT_BINS) $(ASAN_UNIT_BINS) $(UNIT_EXTRA)

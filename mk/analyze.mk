@@ -28,7 +28,7 @@ $(ANALYZE_ASAN_SIMD_OBJ): user/analyze/jsonl_simdjson.cpp
 	$(Q)$(CXX) $(PM_CXXFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 # Linked wherever the C objects are (the recipes link $^ or $(LIB_OBJS)).
 pmetrics $(OUT)/pmetrics $(UNIT_BINS) $(OUT)/progs/res_sample: $(ANALYZE_SIMD_OBJ)
-$(ASAN_UNIT_BINS): $(ANALYZE_ASAN_SIMD_OBJ)
+$(ASAN_UNIT_BINS) $(OUT)/asan/pmetrics: $(ANALYZE_ASAN_SIMD_OBJ)
 endif
 BENCH_SCRIPTS += bench/analyze.sh
 

@@ -39,7 +39,7 @@ $(OUT)/user/profile/pprof.o $(OUT)/asan/user/profile/pprof.o: $(PPROF_PB_H)
 
 # Linked wherever the user objects are (the recipes link $^ or $(LIB_OBJS)).
 pmetrics $(OUT)/pmetrics $(OUT)/pmetrics.unstripped $(UNIT_BINS) $(OUT)/progs/res_sample: $(PPROF_PB_OBJ)
-$(ASAN_UNIT_BINS): $(PPROF_PB_ASAN_OBJ)
+$(ASAN_UNIT_BINS) $(OUT)/asan/pmetrics: $(PPROF_PB_ASAN_OBJ)
 
 # The capture writer's driver for tests/integration/test_report.sh: the
 # sampler's calls, made by a tiny program from a script of samples.

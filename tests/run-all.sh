@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs the unit tests (plain and under ASan/UBSan) and the integration
-# tests, and prints one closing total line: "N passed, N failed, N skipped".
-# Usage: tests/run-all.sh BUILD_DIR [unit|unit-asan|integration]
+# tests (those of the user-space commands a second time with pmetrics
+# built under ASan/UBSan), and prints one closing total line: "N passed,
+# N failed, N skipped".
+# Usage: tests/run-all.sh BUILD_DIR [unit|unit-asan|integration|integration-asan]
 #
 # Each integration test runs in a session of its own under a time limit:
 # 600 s, or what a "# timeout: SECONDS" line in the script says. A test
@@ -76,19 +78,25 @@ run_limited() {
 	wait "$pid"
 }
 
+# run_integration [LABEL BINARY TEST...]: every integration test with
+# ./pmetrics, or the TESTs named with BINARY (the ASan/UBSan build).
 run_integration() {
-	local t name limit rc began
-	for t in "$root"/tests/integration/test_*.sh; do
+	local t name limit rc began label=${1:-integration} binary=${2:-$root/pmetrics}
+	local -a tests=("$root"/tests/integration/test_*.sh)
+	[ $# -gt 2 ] && tests=("${@:3}")
+	for t in "${tests[@]}"; do
 		[ -f "$t" ] || continue
 		name=$(basename "$t")
 		limit=$(test_limit "$t")
-		echo "== integration $name"
+		echo "== $label $name"
 		began=$SECONDS
-		PMETRICS="$root/pmetrics" BUILD="$build" ROOT="$root" run_limited "$limit" "$log" bash "$t"
+		PMETRICS="$binary" BUILD="$build" ROOT="$root" \
+			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+			run_limited "$limit" "$log" bash "$t"
 		rc=$?
 		cat "$log"
-		echo "-- $name: $((SECONDS - began)) s"
-		echo "$((SECONDS - began)) $name" >>"$times"
+		echo "-- $label $name: $((SECONDS - began)) s"
+		echo "$((SECONDS - began)) $label $name" >>"$times"
 		passed=$((passed + $(grep -c '^PASS ' "$log")))
 		failed=$((failed + $(grep -c '^FAIL ' "$log")))
 		skipped=$((skipped + $(grep -c '^SKIP ' "$log")))
@@ -120,11 +128,22 @@ run_units() {
 	run_unit_arm64
 }
 
+# The commands that work in user space alone (analyze, report, the
+# output files and the refusals of record), run again under ASan/UBSan:
+# the unit tests do not reach their command lines and file handling.
+run_integration_asan() {
+	local dir="$root/tests/integration"
+	run_integration integration-asan "$build/asan/pmetrics" "$dir/test_analyze.sh" \
+		"$dir/test_analyze_svg.sh" "$dir/test_report.sh" "$dir/test_output_files.sh" \
+		"$dir/test_record_errors.sh"
+}
+
 case "$what" in
 unit) run_units ;;
 unit-asan) run_unit_dir "$build/asan/tests" unit-asan ;;
 integration) run_integration ;;
-*) run_units; run_integration ;;
+integration-asan) run_integration_asan ;;
+*) run_units; run_integration; run_integration_asan ;;
 esac
 if [ -s "$times" ]; then
 	echo

@@ -125,6 +125,17 @@ t_begin "-v names each skipped line as FILE:LINE"
 if grep -qx "pmetrics: analyze: $T_TMP/v.jsonl:41: skipped: malformed (not parseable)" "$T_TMP/ev"; then t_pass
 else t_fail "$(head -3 "$T_TMP/ev")"; fi
 
+t_begin "-v on a capture directory names its series file, and one skip reads in the singular"
+mkdir -p "$T_TMP/cap"
+printf 'query_time,system_uptime_hrs,system_avail_mem_mb,command,mem_rss_mb' >"$T_TMP/cap/memory_series_data_headers"
+printf '1796227250085492861,0.5,2000.19,,\n1796227250085492861,x,2000.19,,\n' >"$T_TMP/cap/memory_series_data"
+"$PMETRICS" analyze -v "$T_TMP/cap" >/dev/null 2>"$T_TMP/ecap"
+"$PMETRICS" analyze "$T_TMP/cap" >/dev/null 2>"$T_TMP/ecap2"
+if grep -qx "pmetrics: analyze: $T_TMP/cap/memory_series_data:2: skipped: uptime missing or not a number" "$T_TMP/ecap" &&
+	grep -qx "pmetrics: analyze: skipped 1 of 2 lines: 1 uptime missing or not a number" "$T_TMP/ecap" &&
+	grep -qx "pmetrics: analyze: skipped 1 of 2 lines: 1 uptime missing or not a number; -v names each line" "$T_TMP/ecap2"
+then t_pass; else t_fail "$(cat "$T_TMP/ecap" "$T_TMP/ecap2" | head -4)"; fi
+
 # Bad options: exit 2 with one line naming the fix.
 expect_error "bad option: --min-samples 0" 2 'for example --min-samples 30' -- \
 	"$PMETRICS" analyze --min-samples 0 "$T_TMP/d.jsonl"

@@ -277,6 +277,8 @@ int analyze_read_input(struct analysis *a, const char *arg)
 
 	if (resolve_path(a, arg, &path, &header))
 		return -1;
+	if (path)
+		in.source = path; /* a capture directory's series file, by name */
 	in.header_path = header;
 	fd = path ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 	if (fd < 0) {
@@ -295,18 +297,18 @@ int analyze_read_input(struct analysis *a, const char *arg)
 	}
 	if (in.kind == KIND_UNKNOWN && rc == 0)
 		fprintf(stderr, "pmetrics: analyze: %s is empty\n", in.source);
+	if (rc == -3)
+		fail(a, "pmetrics: analyze: %s holds binary data, not JSON lines nor a memory "
+		     "series: %s\n", in.source, "give an export (JSON lines, plain or gzip) or a "
+		     "capture directory");
+	if (rc == -4)
+		fail(a, "pmetrics: analyze: %s: %s\n", in.source, "out of memory");
 	finish(&in);
 	if (path)
 		close(fd);
 	free(ibuf);
 	free(obuf);
-	free(path);
+	free(path); /* in.source may be it: no message after this */
 	free(header);
-	if (rc == -3)
-		return fail(a, "pmetrics: analyze: %s holds binary data, not JSON lines nor a "
-			    "memory series: %s\n", in.source, "give an export (JSON lines, plain or "
-			    "gzip) or a capture directory");
-	if (rc == -4)
-		return fail(a, "pmetrics: analyze: %s: %s\n", in.source, "out of memory");
 	return rc == 0 ? 0 : -1;
 }

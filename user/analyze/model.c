@@ -2,6 +2,7 @@
 /* Versions, keys and their accumulators for pmetrics analyze. */
 #include "model.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -535,20 +536,28 @@ void analysis_print_skips(const struct analysis *a, FILE *out)
 	for (i = 0; i < SKIP_REASONS; i++)
 		total += a->skipped[i];
 	if (total) {
-		fprintf(out, "pmetrics: analyze: skipped %llu of %llu lines:",
-			(unsigned long long)total, (unsigned long long)a->lines);
+		const char *sep = ":";
+
+		fprintf(out, "pmetrics: analyze: skipped %llu of %llu line%s",
+			(unsigned long long)total, (unsigned long long)a->lines,
+			a->lines == 1 ? "" : "s");
 		for (i = 0; i < SKIP_REASONS; i++)
-			if (a->skipped[i])
-				fprintf(out, " %llu %s;", (unsigned long long)a->skipped[i],
+			if (a->skipped[i]) {
+				fprintf(out, "%s %llu %s", sep, (unsigned long long)a->skipped[i],
 					skip_reason_text[i]);
-		fprintf(out, "%s\n", a->cfg->verbose ? "" : " -v names each line");
+				sep = ";";
+			}
+		fprintf(out, "%s\n", a->cfg->verbose ? "" : "; -v names each line");
 	}
-	if (a->values_skipped && !a->values_infinite)
-		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers (the rest of their lines was used)\n",
-			(unsigned long long)a->values_skipped);
-	if (a->values_infinite) /* upstream would add these, then throw */
-		fprintf(out, "pmetrics: analyze: skipped %llu values that were not finite numbers, %llu of them infinite (the rest of their lines was used)\n",
-			(unsigned long long)a->values_skipped, (unsigned long long)a->values_infinite);
+	if (a->values_skipped) {
+		bool one = a->values_skipped == 1;
+
+		fprintf(out, "pmetrics: analyze: skipped %llu %s", (unsigned long long)a->values_skipped,
+			one ? "value that was not a finite number" : "values that were not finite numbers");
+		if (a->values_infinite) /* upstream would add these, then throw */
+			fprintf(out, ", %llu of them infinite", (unsigned long long)a->values_infinite);
+		fprintf(out, " (the rest of %s was used)\n", one ? "its line" : "their lines");
+	}
 	print_left_out(a, out);
 }
 

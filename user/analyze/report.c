@@ -513,9 +513,9 @@ void report_write_text(FILE *out, const struct version_result *r, size_t n,
 {
 	size_t i, j;
 
-	fprintf(out, "Memory vs uptime, by version (p-value: %s one-tailed; buckets need %llu samples)\n",
-		o->p_method == P_EXACT ? "exact Student-t" : "upstream approximation",
-		(unsigned long long)o->min_samples);
+	fprintf(out, "Memory vs uptime, by version (p-value: %s one-tailed; buckets need %llu "
+		"sample%s)\n", o->p_method == P_EXACT ? "exact Student-t" : "upstream approximation",
+		(unsigned long long)o->min_samples, o->min_samples == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		fprintf(out, "\n%s", r[i].v->name);
 		if (!r[i].v->has_reports) {

@@ -367,7 +367,8 @@ int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
 		return -1;
 	}
 	csv_data_free(&d);
-	qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
+	if (p->n_samples) /* qsort() wants a real array, even of none */
+		qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
 	return 0;
 }
 

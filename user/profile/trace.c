@@ -177,7 +177,8 @@ static int assign_lanes(struct timeline *t)
 	size_t n_ends = 0;
 
 	sort_t = t;
-	qsort(t->spans, t->n_spans, sizeof(*t->spans), span_cmp);
+	if (t->n_spans)
+		qsort(t->spans, t->n_spans, sizeof(*t->spans), span_cmp);
 	t->lanes_of = calloc(t->states.n ? t->states.n : 1, sizeof(*t->lanes_of));
 	ends = malloc((t->n_spans ? t->n_spans : 1) * sizeof(*ends));
 	if (!t->lanes_of || !ends) {
