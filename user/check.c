@@ -5,8 +5,8 @@
 #include "cli.h"
 #include "kernel_check.h"
 #include "library_resolver.h"
-#include "proc_stat.h"
 #include "pyspan.h"
+#include "target.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -123,17 +123,11 @@ struct target_facts {
 /* Fills T for PID. Returns 0, or -1 after a one-line error. */
 static int describe_target(pid_t pid, struct target_facts *t)
 {
-	struct proc_stat st;
-	int err = proc_stat_read(pid, &st);
+	char why[512];
 
 	memset(t, 0, sizeof(*t));
-	if (err == -ENOENT || err == -ESRCH || (!err && (st.state == 'Z' || st.state == 'X'))) {
-		cli_error("no process with PID %d (or it has exited): check the PID (pidof NAME)", pid);
-		return -1;
-	}
-	if (err || target_view_of_pid(&t->view, pid) != 0) {
-		cli_error("process %d has no executable to probe: it is a kernel thread%s", pid,
-			  err ? " or cannot be read" : "");
+	if (target_check_pid(pid, &t->view, why, sizeof(why))) {
+		cli_error("%s", why);
 		return -1;
 	}
 	if (pyspan_report(&t->view, &t->python, t->python_error, sizeof(t->python_error)) != 0 &&

@@ -6,6 +6,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* flags: the task is a kernel thread (include/linux/sched.h) */
+#define PF_KTHREAD 0x00200000u
+
 struct proc_stat {
 	char comm[64];        /* field 2, without its parentheses */
 	char state;           /* R, S, D, Z, X, ... */

@@ -253,8 +253,6 @@ int resource_read_command(uint32_t pid, uint64_t start_boottime_ns, long clk_tck
 	close(dirfd);
 	return err;
 }
-#define PF_KTHREAD 0x00200000u
-
 /* FNV-1a of the command name: the exec generation /proc cannot give. */
 static uint64_t comm_hash(const char *comm)
 {

@@ -41,13 +41,30 @@ static void target_init(struct target *t)
 	t->release_fd = t->exec_error_fd = t->pidfd = -1;
 }
 
-int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
+/* The process (thread group) PID belongs to; 0 when unknown. */
+static pid_t thread_group_of(pid_t pid)
 {
-	char state;
+	char path[64], line[256];
+	pid_t tgid = 0;
+	FILE *f;
 
-	target_init(t);
-	t->pid = pid;
-	if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+int target_check_pid(pid_t pid, struct target_view *view, char *err, size_t errlen)
+{
+	struct proc_stat st;
+	pid_t tgid;
+
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH) || proc_stat_read(pid, &st) != 0) {
 		snprintf(err, errlen, "no process with PID %d: check the PID (pidof NAME)", pid);
 		return -1;
 	}
@@ -56,17 +73,36 @@ int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
 		snprintf(err, errlen, "--pid %d is this pmetrics itself: give the target's PID", pid);
 		return -1;
 	}
-	state = process_state(pid);
-	if (state == 'Z' || state == 'X' || state == 0) {
-		snprintf(err, errlen, "process %d has exited (state %c)", pid, state ? state : '?');
+	if (st.state == 'Z' || st.state == 'X') {
+		snprintf(err, errlen, "process %d has exited (state %c)", pid, st.state);
 		return -1;
 	}
+	if (st.flags & PF_KTHREAD) {
+		snprintf(err, errlen, "process %d (%s) is a kernel thread: it has no executable "
+			 "to probe", pid, st.comm);
+		return -1;
+	}
+	tgid = thread_group_of(pid);
+	if (tgid > 0 && tgid != pid) {
+		snprintf(err, errlen, "%d is a thread of process %d (%s), not a process: give "
+			 "--pid %d, which traces all its threads", pid, tgid, st.comm, tgid);
+		return -1;
+	}
+	if (target_view_of_pid(view, pid) != 0 || access(view->exe, R_OK) != 0) {
+		snprintf(err, errlen, "cannot read the executable of process %d (%s): %s", pid,
+			 st.comm, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen)
+{
+	target_init(t);
+	t->pid = pid;
+	if (target_check_pid(pid, &t->view, err, errlen))
+		return -1;
 	snprintf(t->exe, sizeof(t->exe), "/proc/%d/exe", pid);
-	if (access(t->exe, R_OK) != 0 || target_view_of_pid(&t->view, pid) != 0) {
-		snprintf(err, errlen, "cannot read the executable of process %d (%s): "
-			 "is it a kernel thread?", pid, strerror(errno));
-		return -1;
-	}
 	t->pidfd = open_pidfd(pid);
 	return 0;
 }

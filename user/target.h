@@ -20,7 +20,12 @@ struct target {
 	struct target_view view; /* how it sees the file system */
 };
 
-/* Checks PID exists, is not a zombie and can be traced. */
+/* Whether PID can be a --pid target: a live process other than this
+ * one, not a kernel thread, not one thread of a process, its executable
+ * readable (VIEW filled from it). Returns 0, or -1 with the reason and
+ * what to give instead in ERR. */
+int target_check_pid(pid_t pid, struct target_view *view, char *err, size_t errlen);
+/* target_check_pid(), then holds PID for tracing. */
 int target_attach_pid(struct target *t, pid_t pid, char *err, size_t errlen);
 /* Forks ARGV stopped before exec; resolves the executable via PATH. */
 int target_launch(struct target *t, char *const argv[], char *err, size_t errlen);

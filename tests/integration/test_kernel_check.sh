@@ -207,7 +207,7 @@ fi
 
 # ---- check --pid -------------------------------------------------------------
 expect_error "check --pid of no process" 1 "no process with PID 4194000" -- "$PMETRICS" check --pid 4194000
-expect_error "check --pid of a kernel thread" 1 "process 2 has no executable to probe: it is a kernel thread" \
+expect_error "check --pid of a kernel thread" 1 "process 2 \(kthreadd\) is a kernel thread: it has no executable to probe" \
 	-- "$PMETRICS" check --pid 2
 expect_error "check: unknown option" 2 "^pmetrics check: unknown option --frob" -- "$PMETRICS" check --frob
 expect_error "check: bad --pid" 2 "^pmetrics check: bad --pid 'x1'" -- "$PMETRICS" check --pid x1

@@ -37,6 +37,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 err "no such PID" 1 "no process with PID 4194000" record -o "$out" --pid 4194000 --probe S=:f
+# A thread ID is no process: its own probes would never match the PID
+# filter, so it is refused, naming the process to give.
+"$SP" threads 1 5000 >/dev/null &
+threads_pid=$!
+for _ in $(seq 50); do [ "$(ls /proc/$threads_pid/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+tid=$(ls /proc/$threads_pid/task | grep -vx "$threads_pid" | head -n 1)
+err "--pid of a thread names its process" 1 "$tid is a thread of process $threads_pid \(spanprog\), not a process: give --pid $threads_pid" \
+	record -o "$out" --pid "$tid" --probe W=:pm_worker
+err "check --pid of a thread names its process" 1 "$tid is a thread of process $threads_pid" check --pid "$tid"
+kill "$threads_pid" 2>/dev/null; wait "$threads_pid" 2>/dev/null
 expect_error "--pid of pmetrics itself" 1 "--pid [0-9]+ is this pmetrics itself" \
 	-- bash -c 'exec "$0" record -o "$1" --duration 2s --probe S=libc.so.6:clock_gettime --pid $$' \
 	"$PMETRICS" "$out"
