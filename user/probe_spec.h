@@ -4,6 +4,7 @@
 #define PMETRICS_PROBE_SPEC_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum probe_kind {
@@ -20,6 +21,7 @@ struct probe_spec {
 	char binary[PROBE_NAME_MAX];   /* native; python: module */
 	char symbol[PROBE_NAME_MAX];   /* native; python: qualname */
 	char target[PROBE_NAME_MAX * 2 + 8]; /* TARGET as given, for messages */
+	bool known_async;              /* python: known to be async def (a preset's) */
 };
 
 /* Parses "STATE=TARGET". Returns 0, or -1 with a one-line reason. */

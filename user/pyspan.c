@@ -1464,11 +1464,12 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 			"first step while watched\n", pr->module, pr->qualname);
 	else if (!p->plain_calls)
 		fprintf(out, "pmetrics: warning: py:%s:%s: no coroutine of it ran during the "
-			"capture; if it is a plain function (not async def), time it with "
-			"--python-hook calls\n", pr->module, pr->qualname);
+			"capture%s\n", pr->module, pr->qualname, pr->known_async ? "" :
+			"; if it is a plain function (not async def), time it with --python-hook "
+			"calls");
 	else
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
-			pr->module, pr->qualname,
+			pr->module, pr->qualname, pr->known_async ? "" :
 			p->interp.minor >= 11 ? " (a plain function called from Python is inlined "
 						"by this version)" : " (check the module and qualified name)");
 }

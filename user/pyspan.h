@@ -22,6 +22,7 @@ struct py_probe {
 	unsigned int probe_id; /* span_event.probe_id to emit */
 	const char *module;    /* dotted module name, "robot_server.protocols.router" */
 	const char *qualname;  /* "create_protocol.<locals>._get_cached_protocol_analysis" */
+	bool known_async;      /* known to be async def: no advice for plain functions */
 };
 
 struct pyspan_target {

@@ -289,7 +289,8 @@ static int attach_python_probes(struct session *s)
 		}
 		py[n++] = (struct py_probe){ .probe_id = (unsigned int)i,
 					     .module = o->probes[i].binary,
-					     .qualname = o->probes[i].symbol };
+					     .qualname = o->probes[i].symbol,
+					     .known_async = o->probes[i].known_async };
 	}
 	if (n == 0)
 		return 0;
@@ -805,23 +806,48 @@ static void stop_launched_command(struct session *s)
 			  "(kill -KILL %d ends it)", s->target.pid, s->target.pid);
 }
 
-/* WHY the capture ended, with how a launched command ended when that
- * was why (its exit status or its signal). */
-static const char *ended_why(const struct session *s, const char *why)
+/* How a launched command whose exit ended the capture failed ("exit
+ * status 2", "killed by signal 9, Killed"); NULL when it exited 0 or
+ * the capture ended otherwise (then pmetrics stopped it). */
+static const char *command_failure(const struct session *s, const char *why)
 {
-	static char buf[96];
+	static char buf[80];
 	int st = s->target.exit_status;
 
 	if (strcmp(why, "target exited") != 0 || !s->target.launched || s->target.pid != 0)
-		return why;
+		return NULL;
 	if (WIFSIGNALED(st))
-		snprintf(buf, sizeof(buf), "%s (killed by signal %d, %s)", why, WTERMSIG(st),
+		snprintf(buf, sizeof(buf), "killed by signal %d, %s", WTERMSIG(st),
 			 strsignal(WTERMSIG(st)));
 	else if (WIFEXITED(st) && WEXITSTATUS(st))
-		snprintf(buf, sizeof(buf), "%s (exit status %d)", why, WEXITSTATUS(st));
+		snprintf(buf, sizeof(buf), "exit status %d", WEXITSTATUS(st));
 	else
-		return why;
+		return NULL;
 	return buf;
+}
+
+/* WHY the capture ended, with how a launched command failed when that
+ * was why. */
+static const char *ended_why(const struct session *s, const char *why)
+{
+	static char buf[128];
+	const char *how = command_failure(s, why);
+
+	if (!how)
+		return why;
+	snprintf(buf, sizeof(buf), "%s (%s)", why, how);
+	return buf;
+}
+
+/* The last line when the launched command failed: a capture of a
+ * command that did not run as meant is easy to take for a measurement. */
+static void warn_command_failed(const struct session *s, const char *why)
+{
+	const char *how = command_failure(s, why);
+
+	if (how)
+		fprintf(stderr, "pmetrics: warning: the command failed (%s): the capture holds "
+			"only what it did until then\n", how);
 }
 
 /* ---- --resources without probes: no span tracer at all --------------- */
@@ -907,7 +933,9 @@ static int run_resources_only(struct session *s)
 	elapsed = monotonic_ns() - started;
 	stop_launched_command(s);
 	fprintf(stderr, "pmetrics: %s after %.2fs\n", ended_why(s, why), (double)elapsed / 1e9);
-	return resources_finish(s) | sampling_finish(s);
+	int ret = resources_finish(s) | sampling_finish(s);
+	warn_command_failed(s, why);
+	return ret;
 }
 
 int record_run(const struct record_opts *opts)
@@ -956,6 +984,7 @@ int record_run(const struct record_opts *opts)
 	ret = s->write_error ? 1 : 0;
 	if (resources_finish(s) | sampling_finish(s))
 		ret = 1;
+	warn_command_failed(s, why);
 	csv_file_close(s->csv);
 out:
 	output_dir_close(s->out);

@@ -203,8 +203,11 @@ static int add_preset(struct record_opts *o, const char *name)
 
 	if (strcmp(name, "robot-server") != 0)
 		return usage("unknown preset '%s': the only preset is robot-server", name);
-	for (size_t i = 0; i < 2 && !ret; i++)
+	for (size_t i = 0; i < 2 && !ret; i++) {
 		ret = add_probe(o, robot_server[i]);
+		if (!ret)
+			o->probes[o->n_probes - 1].known_async = true;
+	}
 	o->preset_robot_server = true;
 	return ret;
 }

@@ -472,6 +472,13 @@ if [ -n "$py" ]; then
 	rc=$?
 	if [ $rc -eq 0 ] && grep -q "py:pmtest.work:nothing_like_it: no coroutine of it ran during the capture" "$T_TMP/never.err"; then t_pass
 	else t_fail "exit $rc: $(cat "$T_TMP/never.err")"; fi
+	# The preset's functions are async def: no advice for plain functions.
+	t_begin py_never_seen_preset
+	"$PMETRICS" record -o "$out" --preset robot-server -- "$py" -c pass 2>"$T_TMP/never.err"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "warning: py:robot_server.protocols.protocol_analyzer:ProtocolAnalyzer.analyze.*never seen\|warning: py:robot_server.protocols.protocol_analyzer:ProtocolAnalyzer.analyze: no coroutine" "$T_TMP/never.err" &&
+		! grep -q "plain function" "$T_TMP/never.err"; then t_pass
+	else t_fail "exit $rc: $(cat "$T_TMP/never.err")"; fi
 fi
 
 # -v names the kernel memory the capture's BPF maps lock. With py:

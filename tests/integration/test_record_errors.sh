@@ -56,6 +56,13 @@ err "binary not mapped by the target" 1 "libnothere.so is not a library found fo
 	record -o "$out" --probe S=libnothere.so:f -- "$SP" first
 err "absolute binary missing" 1 "binary /no/such/bin: No such file" \
 	record -o "$out" --probe S=/no/such/bin:f -- "$SP" first
+t_begin "a launched command that fails: the last line says so, the capture exits 0"
+"$PMETRICS" record -o "$T_TMP/failed" --probe S=:pm_sleep_ms -- "$SP" sleep 1 2 >/dev/null 2>"$T_TMP/ok.err"; rc1=$?
+"$PMETRICS" record -o "$T_TMP/failed" --probe "S=$SP:pm_sleep_ms" -- sh -c "\"$SP\" sleep 1 2; exit 3" \
+	>/dev/null 2>"$T_TMP/failed.err"; rc2=$?
+if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && ! grep -q "command failed" "$T_TMP/ok.err" &&
+	[ "$(tail -n 1 "$T_TMP/failed.err")" = "pmetrics: warning: the command failed (exit status 3): the capture holds only what it did until then" ]
+then t_pass; else t_fail "rc $rc1/$rc2: $(tail -n 2 "$T_TMP/failed.err")"; fi
 err "command not found" 1 "command not found: no-such-command-xyz" \
 	record -o "$out" --probe S=:f -- no-such-command-xyz
 : >"$T_TMP/not-executable"
