@@ -346,9 +346,15 @@ static int mapped_file(const struct target_view *v, unsigned long start, unsigne
 	return view_path(v, canon, out->path, sizeof(out->path)) ? 0 : -ENAMETOOLONG;
 }
 
-/* The first mapping whose file's base name is NAME (MATCH_PREFIX: starts
- * with it; else names_file() with its loose rule) that can be opened. */
-static int find_mapping(const struct target_view *v, const char *name, bool match_prefix,
+enum map_match {
+	MATCH_NAME,    /* the file's base name is NAME, by names_file()'s loose rule */
+	MATCH_PREFIX,  /* its base name starts with NAME */
+	MATCH_DELETED, /* its path is NAME, and the file was deleted or replaced since */
+};
+
+/* The first mapping whose file matches NAME as HOW says that can be
+ * opened. */
+static int find_mapping(const struct target_view *v, const char *name, enum map_match how,
 			struct resolved_file *out)
 {
 	char maps[64], line[PATH_MAX + 256];
@@ -374,7 +380,9 @@ static int find_mapping(const struct target_view *v, const char *name, bool matc
 			continue;
 		deleted = strip_deleted(file);
 		base = base_name(file);
-		if (match_prefix ? strncmp(base, name, strlen(name)) != 0 : !names_file(base, name, true))
+		if (how == MATCH_PREFIX ? strncmp(base, name, strlen(name)) != 0 :
+		    how == MATCH_DELETED ? !deleted || strcmp(file, name) != 0 :
+		    !names_file(base, name, true))
 			continue;
 		ret = mapped_file(v, start, end, file, deleted, out);
 	}
@@ -385,7 +393,7 @@ static int find_mapping(const struct target_view *v, const char *name, bool matc
 int resolve_mapped_prefix(const struct target_view *v, const char *prefix,
 			  struct resolved_file *out)
 {
-	return v->pid ? find_mapping(v, prefix, true, out) : -ENOENT;
+	return v->pid ? find_mapping(v, prefix, MATCH_PREFIX, out) : -ENOENT;
 }
 
 /* ---- the dynamic loader's search ------------------------------------ */
@@ -771,9 +779,14 @@ int resolve_binary(const struct target_view *v, const char *binary, struct resol
 		snprintf(out->name, sizeof(out->name), "%s", v->exe_name);
 		return 0;
 	}
+	/* A path the process maps a file of that has since been deleted or
+	 * replaced on disk (a redeploy under a running server): the file it
+	 * maps is the one its calls run. */
+	if (binary[0] == '/' && v->pid && find_mapping(v, binary, MATCH_DELETED, out) == 0)
+		return 0;
 	if (binary[0] == '/')
 		return resolve_absolute(v, binary, out, err, errlen);
-	if (v->pid && find_mapping(v, binary, false, out) == 0)
+	if (v->pid && find_mapping(v, binary, MATCH_NAME, out) == 0)
 		return 0;
 	if (resolve_needed(v, binary, out) == 0)
 		return 0;

@@ -123,6 +123,22 @@ else
 	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
 fi
 
+t_begin "the same library by its absolute path: the mapped one is probed, and pmetrics says so"
+dir="$T_TMP/replaced-abs"; mkdir -p "$dir"
+cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
+"$dir/libprog" -w "$T_TMP/go-abs" 5 3 & target=$!
+sleep 0.3
+cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
+out=$(fresh_dir)
+if pm_start -o "$out" --pid "$target" --probe "LIB=$dir/libspanlib.so.1:spanlib_compute"; then
+	touch "$T_TMP/go-abs"; wait "$target"; pm_wait
+	n=$(rows "$out/robot_context_data" LIB)
+	if [ "$n" -eq 3 ] && grep -q "replaced or deleted on disk since" "$PM_ERR"; then t_pass
+	else t_fail "$n rows, want 3 and a warning: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+else
+	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
+fi
+
 # ---- Python: an interpreter library only the target sees ----------------
 py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10.*/bin/python3.10 2>/dev/null | head -n 1)
 t_begin "mount namespace: py: probes find a libpython only the target sees"
