@@ -349,7 +349,7 @@ static int mapped_file(const struct target_view *v, unsigned long start, unsigne
 enum map_match {
 	MATCH_NAME,    /* the file's base name is NAME, by names_file()'s loose rule */
 	MATCH_PREFIX,  /* its base name starts with NAME */
-	MATCH_DELETED, /* its path is NAME, and the file was deleted or replaced since */
+	MATCH_PATH,    /* its path is NAME (deleted or replaced since, or not) */
 };
 
 /* The first mapping whose file matches NAME as HOW says that can be
@@ -381,7 +381,7 @@ static int find_mapping(const struct target_view *v, const char *name, enum map_
 		deleted = strip_deleted(file);
 		base = base_name(file);
 		if (how == MATCH_PREFIX ? strncmp(base, name, strlen(name)) != 0 :
-		    how == MATCH_DELETED ? !deleted || strcmp(file, name) != 0 :
+		    how == MATCH_PATH ? strcmp(file, name) != 0 :
 		    !names_file(base, name, true))
 			continue;
 		ret = mapped_file(v, start, end, file, deleted, out);
@@ -740,15 +740,15 @@ int resolve_needed(const struct target_view *v, const char *name, struct resolve
 
 /* ---- a probe's binary ----------------------------------------------- */
 
-/* An absolute BINARY in the target's view, resolved inside its root. */
+/* An absolute BINARY in the target's view, resolved inside its root;
+ * CANON (PATH_MAX bytes) gets its path there with no symlink. */
 static int resolve_absolute(const struct target_view *v, const char *binary,
-			    struct resolved_file *out, char *err, size_t errlen)
+			    struct resolved_file *out, char *canon, char *err, size_t errlen)
 {
-	char canon[PATH_MAX];
 	int root = open_root(v), fd;
 	bool regular;
 
-	fd = root < 0 ? root : open_in_root(root, binary, READ_FLAGS, canon, sizeof(canon));
+	fd = root < 0 ? root : open_in_root(root, binary, READ_FLAGS, canon, PATH_MAX);
 	if (root >= 0)
 		close(root);
 	if (fd < 0) {
@@ -770,6 +770,27 @@ static int resolve_absolute(const struct target_view *v, const char *binary,
 	return 0;
 }
 
+/* An absolute BINARY; for a running target, the file it maps at that
+ * path, even one deleted or replaced on disk since (a redeploy under a
+ * running server: the mapped file is the one its calls run). */
+static int resolve_path(const struct target_view *v, const char *binary,
+			struct resolved_file *out, char *err, size_t errlen)
+{
+	char canon[PATH_MAX];
+	struct resolved_file mapped = { 0 };
+	int found = resolve_absolute(v, binary, out, canon, err, errlen), mapping;
+
+	if (!v->pid)
+		return found;
+	mapping = find_mapping(v, found == 0 ? canon : binary, MATCH_PATH, &mapped);
+	if (mapping == 0 && mapped.replaced) {
+		*out = mapped;
+		return 0;
+	}
+	out->not_mapped = mapping != 0;
+	return found;
+}
+
 int resolve_binary(const struct target_view *v, const char *binary, struct resolved_file *out,
 		   char *err, size_t errlen)
 {
@@ -779,17 +800,14 @@ int resolve_binary(const struct target_view *v, const char *binary, struct resol
 		snprintf(out->name, sizeof(out->name), "%s", v->exe_name);
 		return 0;
 	}
-	/* A path the process maps a file of that has since been deleted or
-	 * replaced on disk (a redeploy under a running server): the file it
-	 * maps is the one its calls run. */
-	if (binary[0] == '/' && v->pid && find_mapping(v, binary, MATCH_DELETED, out) == 0)
-		return 0;
 	if (binary[0] == '/')
-		return resolve_absolute(v, binary, out, err, errlen);
+		return resolve_path(v, binary, out, err, errlen);
 	if (v->pid && find_mapping(v, binary, MATCH_NAME, out) == 0)
 		return 0;
-	if (resolve_needed(v, binary, out) == 0)
+	if (resolve_needed(v, binary, out) == 0) {
+		out->not_mapped = v->pid != 0;
 		return 0;
+	}
 	if (v->pid)
 		snprintf(err, errlen, "%s is not mapped by process %d (%s), nor found where ld.so "
 			 "would look for it: give its absolute path", binary, (int)v->pid, v->exe_name);

@@ -42,6 +42,7 @@ struct resolved_file {
 			      * target's root; what uprobes attach to */
 	char name[PATH_MAX]; /* what the target calls it (/usr/lib/libfoo.so.1) */
 	bool replaced;       /* mapped, but deleted or replaced on disk since */
+	bool not_mapped;     /* a running target does not map it (yet) */
 };
 
 /* A probe's BINARY: "" is the executable; an absolute path is that path

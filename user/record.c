@@ -232,6 +232,10 @@ static int attach_native_probe(struct session *s, uint32_t id)
 	cli_verbose(o->verbose, "attached %s: %s:%s at file offset 0x%llx (%s, via %s)", p->state, file.name,
 		p->symbol, (unsigned long long)offset,
 		filter > 0 ? "kernel filter on the PID" : "all processes, BPF filter on PIDs", file.path);
+	if (file.not_mapped)
+		fprintf(stderr, "pmetrics: warning: probe %s: process %d does not map %s: its "
+			"calls are timed only once it (or a child) loads that file\n", p->target,
+			(int)s->target.pid, file.name);
 	if (file.replaced)
 		fprintf(stderr, "pmetrics: warning: probe %s: process %d maps %s, which has been "
 			"replaced or deleted on disk since; probing the file it maps (processes "
