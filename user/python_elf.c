@@ -89,30 +89,45 @@ int python_needed_libpython(const char *path, char *out, size_t len)
 	return elf_needed(path, "libpython", out, len);
 }
 
-static bool is_script(const char *file)
+/* Whether FILE starts with "#!": then LINE (SIZE bytes) holds the rest
+ * of that line, its interpreter and argument, trimmed. */
+static bool is_script(const char *file, char *line, size_t size)
 {
-	char head[2] = "";
+	char head[256];
+	ssize_t n;
 	int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
-	if (read(fd, head, sizeof(head)) != (ssize_t)sizeof(head))
-		head[0] = '\0';
+	n = read(fd, head, sizeof(head) - 1);
 	close(fd);
-	return head[0] == '#' && head[1] == '!';
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return false;
+	head[n] = '\0';
+	head[strcspn(head, "\r\n")] = '\0';
+	snprintf(line, size, "%s", head + 2 + strspn(head + 2, " \t"));
+	return true;
 }
 
 /* Is FILE (NAME to the target) an interpreter we can hook: does it define
  * the frame evaluation? */
 static int check_cpython(const char *file, const char *name, char *err, size_t errlen)
 {
-	char suggest[8], why[512];
+	char suggest[8], why[512], shebang[256];
 	uint64_t off;
 	int rc;
 
-	if (is_script(file)) {
-		snprintf(err, errlen, "%s is a script, not a CPython binary: launch the interpreter "
-			 "itself (e.g. the path `pyenv which python3` prints, or /usr/bin/python3.10)", name);
+	if (is_script(file, shebang, sizeof(shebang))) {
+		/* a Python script: run by its interpreter, named on the command
+		 * line; else a wrapper (a pyenv shim), whose Python is elsewhere */
+		if (strstr(shebang, "python"))
+			snprintf(err, errlen, "%s is a script (#!%s), not a CPython binary: launch its "
+				 "interpreter with it: -- %s %s ...", name, shebang,
+				 strncmp(shebang, "/usr/bin/env ", 13) ? shebang : shebang + 13, name);
+		else
+			snprintf(err, errlen, "%s is a script (#!%s), not a CPython binary: launch the "
+				 "Python interpreter itself (for a pyenv shim, the path `pyenv which "
+				 "python3` prints)", name, shebang);
 		return -ENOEXEC;
 	}
 	rc = elf_symbol_offset(file, "_PyEval_EvalFrameDefault", &off, suggest, sizeof(suggest),

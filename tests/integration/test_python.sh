@@ -461,7 +461,11 @@ else
 	t_begin py_unsupported; t_skip "no pyenv Python 3.7 to try an unsupported version on"
 fi
 printf '#!/bin/sh\nexec true\n' >"$T_TMP/script.sh"; chmod +x "$T_TMP/script.sh"
-py_error py_script 1 "is a script, not a CPython binary" --probe X=py:a.b:f -- "$T_TMP/script.sh"
+py_error py_script 1 "script.sh is a script \(#!/bin/sh\), not a CPython binary: launch the Python interpreter itself" \
+	--probe X=py:a.b:f -- "$T_TMP/script.sh"
+printf '#!/usr/bin/env python3\npass\n' >"$T_TMP/script.py"; chmod +x "$T_TMP/script.py"
+py_error py_python_script 1 "script.py is a script \(#!/usr/bin/env python3\), not a CPython binary: launch its interpreter with it: -- python3 .*script.py" \
+	--probe X=py:a.b:f -- "$T_TMP/script.py"
 
 # A function never seen: named in the summary, exit 0.
 py=$(interpreter 3.10)
