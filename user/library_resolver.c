@@ -802,8 +802,24 @@ int resolve_binary(const struct target_view *v, const char *binary, struct resol
 	}
 	if (binary[0] == '/')
 		return resolve_path(v, binary, out, err, errlen);
+	/* a relative path is taken from here, as a shell would */
+	if (strchr(binary, '/')) {
+		char abs[PATH_MAX];
+
+		if (!realpath(binary, abs)) {
+			snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
+			return -1;
+		}
+		return resolve_path(v, abs, out, err, errlen);
+	}
 	if (v->pid && find_mapping(v, binary, MATCH_NAME, out) == 0)
 		return 0;
+	/* a command about to start maps nothing yet; its executable by name */
+	if (!v->pid && names_file(base_name(v->exe_name), binary, false)) {
+		snprintf(out->path, sizeof(out->path), "%s", v->exe);
+		snprintf(out->name, sizeof(out->name), "%s", v->exe_name);
+		return 0;
+	}
 	if (resolve_needed(v, binary, out) == 0) {
 		out->not_mapped = v->pid != 0;
 		return 0;

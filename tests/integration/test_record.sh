@@ -107,6 +107,13 @@ out=$(fresh_dir)
 "$PMETRICS" record -o "$out" --probe LIB="$PROGS/libspanlib.so:spanlib_compute" -- "$PROGS/libprog" 1 2 2>"$T_TMP/err"
 if [ "$(rows "$out/robot_context_data" LIB)" -eq 2 ]; then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
 
+t_begin "launch mode: the executable by its file name, and by a path relative to here: 2 + 2 rows"
+out=$(fresh_dir)
+(cd "$PROGS/.." && "$PMETRICS" record -o "$out" --probe NAME=spanprog:pm_sleep_ms \
+	--probe REL=./progs/spanprog:pm_sleep_ms -- ./progs/spanprog sleep 1 2) 2>"$T_TMP/err"
+if [ "$(rows "$out/robot_context_data" NAME)" -eq 2 ] && [ "$(rows "$out/robot_context_data" REL)" -eq 2 ]
+then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
+
 # -- --pid: children -----------------------------------------------------
 t_begin "--pid: a child forked after attach is traced (5 parent + 5 child rows)"
 out=$(fresh_dir)
