@@ -38,7 +38,7 @@ void record_usage(FILE *out)
 "Probes:\n"
 "  -P, --probe STATE=TARGET  time calls of TARGET as rows named STATE;\n"
 "                           repeatable. TARGET is BINARY:SYMBOL where BINARY\n"
-"                           is an absolute path, a file name or soname the\n"
+"                           is a path, a file name or soname the\n"
 "                           target maps (libc.so.6), or empty for the main\n"
 "                           executable (:SYMBOL); or py:MODULE:QUALNAME for a\n"
 "                           Python function. STATE: letters, digits and _.\n"
