@@ -843,6 +843,40 @@ static const char *ended_why(const struct session *s, const char *why)
 	return buf;
 }
 
+struct live_children {
+	pid_t target;
+	int n;
+	char pids[96];
+};
+
+static void count_live_child(pid_t pid, void *arg)
+{
+	struct live_children *c = arg;
+	size_t used = strlen(c->pids);
+
+	if (pid == c->target || (kill(pid, 0) != 0 && errno == ESRCH))
+		return;
+	if (c->n++ < 4)
+		snprintf(c->pids + used, sizeof(c->pids) - used, "%s%d", used ? ", " : "", (int)pid);
+}
+
+/* When the target's exit ended the capture, children it left running
+ * are no longer traced: a launched wrapper or supervisor that exits
+ * before its workers would otherwise lose their calls silently. */
+static void note_live_children(const struct session *s, const char *why)
+{
+	struct live_children c = { .target = s->target.pid };
+
+	if (!s->follow_children || strcmp(why, "target exited") != 0)
+		return;
+	span_tracer_for_each_process(s->spans, count_live_child, &c);
+	if (c.n)
+		fprintf(stderr, "pmetrics: note: %d child process%s of the target still run%s "
+			"(%s%s) and %s no longer traced: trace %s with pmetrics record --pid\n",
+			c.n, c.n == 1 ? "" : "es", c.n == 1 ? "s" : "", c.pids, c.n > 4 ? ", ..." : "",
+			c.n == 1 ? "is" : "are", c.n == 1 ? "it" : "them");
+}
+
 /* The last line when the launched command failed: a capture of a
  * command that did not run as meant is easy to take for a measurement. */
 static void warn_command_failed(const struct session *s, const char *why)
@@ -983,6 +1017,7 @@ int record_run(const struct record_opts *opts)
 	if (flushed && !s->write_error)
 		s->write_error = -flushed;
 	print_summary(s, ended_why(s, why), elapsed);
+	note_live_children(s, why);
 	if (s->write_error)
 		report_write_error(s);
 	ret = s->write_error ? 1 : 0;

@@ -115,6 +115,16 @@ if [ "$(rows "$out/robot_context_data" NAME)" -eq 2 ] && [ "$(rows "$out/robot_c
 then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
 
 # -- --pid: children -----------------------------------------------------
+t_begin "launch mode: children left running when the command exits are named in a note"
+out=$(fresh_dir)
+"$PMETRICS" record -o "$out" --probe "S=$SP:pm_sleep_ms" -- \
+	sh -c "\"$SP\" sleep 10 300 & echo \$! >\"$T_TMP/left.pid\"; sleep 0.3" 2>"$T_TMP/err"
+left=$(cat "$T_TMP/left.pid" 2>/dev/null)
+if [ -n "$left" ] && grep -qx "pmetrics: note: 1 child process of the target still runs ($left) and is no longer traced: trace it with pmetrics record --pid" "$T_TMP/err" &&
+	[ "$(rows "$out/robot_context_data" S)" -ge 10 ]
+then t_pass; else t_fail "$(cat "$T_TMP/err")"; fi
+[ -n "$left" ] && kill "$left" 2>/dev/null
+
 t_begin "--pid: a child forked after attach is traced (5 parent + 5 child rows)"
 out=$(fresh_dir)
 go="$T_TMP/go.fork"; rm -f "$go"
