@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -106,8 +107,15 @@ int btf_file_check(const char *path, const char *release, const char *machine,
 	char banner[64];
 	long size, own_size;
 
-	if (access(path, R_OK) != 0) {
+	struct stat st;
+
+	if (access(path, R_OK) != 0 || stat(path, &st) != 0) {
 		snprintf(err, errlen, "cannot read --btf %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "cannot use --btf %s: it is %s, not a file; give this kernel's "
+			 "BTF file", path, S_ISDIR(st.st_mode) ? "a directory" : "no regular file");
 		return -1;
 	}
 	btf = btf__parse(path, NULL);

@@ -84,7 +84,7 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 	memset(o, 0, sizeof(*o));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "p:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;

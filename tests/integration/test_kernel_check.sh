@@ -194,6 +194,7 @@ head -c 4096 /dev/urandom >"$T_TMP/random.btf"
 expect_error "--btf empty file" 1 "cannot use --btf $T_TMP/empty.btf: it is not BTF" -- "$PMETRICS" check --btf "$T_TMP/empty.btf"
 expect_error "--btf truncated" 1 "cannot use --btf $T_TMP/cut.btf: it is not BTF" -- "$PMETRICS" check --btf "$T_TMP/cut.btf"
 expect_error "--btf random bytes" 1 "cannot use --btf $T_TMP/random.btf: it is not BTF" -- "$PMETRICS" check --btf "$T_TMP/random.btf"
+expect_error "--btf a directory" 1 "cannot use --btf $T_TMP: it is a directory, not a file" -- "$PMETRICS" check --btf "$T_TMP"
 expect_error "--btf an ELF file without BTF" 1 "cannot use --btf /bin/true: it is not BTF" -- "$PMETRICS" check --btf /bin/true
 expect_error "--btf a BPF program's BTF" 1 "it is not a kernel's BTF" -- "$PMETRICS" check --btf "$BUILD/bpf/span.bpf.o"
 # A vmlinux of another release: this kernel's BTF in an ELF whose banner says 5.15.77.
@@ -211,6 +212,7 @@ expect_error "check --pid of a kernel thread" 1 "process 2 \(kthreadd\) is a ker
 	-- "$PMETRICS" check --pid 2
 expect_error "check: unknown option" 2 "^pmetrics check: unknown option --frob" -- "$PMETRICS" check --frob
 expect_error "check: bad --pid" 2 "^pmetrics check: bad --pid 'x1'" -- "$PMETRICS" check --pid x1
+expect_error "check: --pid without its value" 2 "^pmetrics check: option needs a value: --pid" -- "$PMETRICS" check --pid
 
 t_begin "check --pid of a native process: not Python, native probes only"
 sleep 30 & sleeper=$!
