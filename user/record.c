@@ -588,8 +588,12 @@ static void print_state_summary(const struct session *s)
 {
 	const struct record_opts *o = s->opts;
 	char mn[32], mean[32], mx[32];
+	int width = 28; /* the state column, widened for a longer name */
 
-	fprintf(stderr, "  %-28s %8s %10s %10s %10s\n", "STATE", "COUNT", "MIN", "MEAN", "MAX");
+	for (int i = 0; i < o->n_probes; i++)
+		if ((int)strlen(o->probes[i].state) > width)
+			width = (int)strlen(o->probes[i].state);
+	fprintf(stderr, "  %-*s %8s %10s %10s %10s\n", width, "STATE", "COUNT", "MIN", "MEAN", "MAX");
 	for (int i = 0; i < o->n_probes; i++) {
 		struct span_stats total = { 0 };
 		bool first = true;
@@ -614,7 +618,7 @@ static void print_state_summary(const struct session *s)
 		if (!total.count)
 			snprintf(mn, sizeof(mn), "-"), snprintf(mean, sizeof(mean), "-"),
 				snprintf(mx, sizeof(mx), "-");
-		fprintf(stderr, "  %-28s %8llu %10s %10s %10s\n", o->probes[i].state,
+		fprintf(stderr, "  %-*s %8llu %10s %10s %10s\n", width, o->probes[i].state,
 			(unsigned long long)total.count, mn, mean, mx);
 	}
 }
@@ -646,8 +650,10 @@ static void print_losses(const struct session *s)
 
 static void print_summary(const struct session *s, const char *why, uint64_t elapsed_ns)
 {
-	fprintf(stderr, "pmetrics: %s after %.2fs: %llu rows appended to %s\n", why,
-		(double)elapsed_ns / 1e9, (unsigned long long)csv_file_rows_written(s->csv),
+	uint64_t rows = csv_file_rows_written(s->csv);
+
+	fprintf(stderr, "pmetrics: %s after %.2fs: %llu row%s appended to %s\n", why,
+		(double)elapsed_ns / 1e9, (unsigned long long)rows, rows == 1 ? "" : "s",
 		csv_file_path(s->csv));
 	print_state_summary(s);
 	print_losses(s);

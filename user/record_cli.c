@@ -330,6 +330,10 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 
 	switch (c) {
 	case 'p':
+		/* one process per capture: a second --pid is no second target */
+		if (o->pid)
+			return usage("--pid given twice (%d, then %s): one capture traces one process "
+				     "and its children; run one pmetrics per process", (int)o->pid, arg);
 		if (parse_pid(arg, &o->pid))
 			return usage("bad --pid '%s': give a process ID, e.g. --pid $(pidof -s server)", arg);
 		return 0;

@@ -248,7 +248,7 @@ d=$(fresh_dir)
 rc=$?
 f="$d/robot_context_data"
 total=$(wc -l <"$f"); whole=$(grep -Ec '^EMPTY,[0-9]{19},[0-9]+$' "$f")
-written=$(sed -n 's/.*: \([0-9]*\) rows appended to .*/\1/p' "$T_TMP/err")
+written=$(sed -n 's/.*: \([0-9]*\) rows\? appended to .*/\1/p' "$T_TMP/err")
 lost=$(sed -n 's/.*, \([0-9]*\) (rows not written)$/\1/p' "$T_TMP/err")
 if [ $rc -eq 1 ] && grep -q "File too large" "$T_TMP/err" && [ "$total" -gt 10 ] && [ "$total" -eq "$whole" ] &&
 	[ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" = '\n' ] && [ "$written" = "$total" ] && [ "${lost:-0}" -gt 0 ]
