@@ -579,6 +579,10 @@ static void resources_report(const struct kernel_facts *f, struct capability_rep
 
 	if (f->task_iter == 1)
 		return set(r, CAPABILITY_OK, "");
+	/* record refuses to start without root, /proc path or not */
+	if (!f->root)
+		return set(r, CAPABILITY_MISSING, "needs root (CAP_BPF and CAP_PERFMON, or "
+			   "CAP_SYS_ADMIN), as record does");
 	basic_why(f, why, sizeof(why));
 	if (!why[0] && f->btf != KERNEL_BTF_OWN)
 		btf_why(f, true, why, sizeof(why));

@@ -57,6 +57,21 @@ static void everything_works(void **state)
 		expect(caps, c, CAPABILITY_OK, NULL, NULL);
 }
 
+/* Not root: record refuses to start, so the resource series is missing
+ * too, not "read from /proc". */
+static void without_root_resources_are_missing(void **state)
+{
+	struct capability_report caps[CAP_MAX];
+	struct kernel_facts f;
+
+	(void)state;
+	all_works(&f);
+	f.root = false;
+	f.task_iter = -EPERM;
+	kernel_check_capabilities(&f, caps);
+	expect(caps, CAP_RESOURCES, CAPABILITY_MISSING, "needs root", "/proc");
+}
+
 /* Root in a user namespace of its own (unshare -U -r, a container): its
  * capabilities do not count for bpf(), which says EPERM. That is not a
  * kernel built without bpf(). */
@@ -249,6 +264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(everything_works),
+		cmocka_unit_test(without_root_resources_are_missing),
 		cmocka_unit_test(eperm_in_another_user_namespace_names_the_privilege),
 		cmocka_unit_test(eperm_in_the_initial_namespace_is_a_policy),
 		cmocka_unit_test(no_bpf_syscall_names_the_option),
