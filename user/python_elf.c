@@ -115,7 +115,8 @@ static int check_cpython(const char *file, const char *name, char *err, size_t e
 {
 	char suggest[8], why[512], shebang[256];
 	uint64_t off;
-	int rc;
+	int rc, major, minor;
+	bool ft;
 
 	if (is_script(file, shebang, sizeof(shebang))) {
 		/* a Python script: run by its interpreter, named on the command
@@ -132,7 +133,11 @@ static int check_cpython(const char *file, const char *name, char *err, size_t e
 	}
 	rc = elf_symbol_offset(file, "_PyEval_EvalFrameDefault", &off, suggest, sizeof(suggest),
 			       why, sizeof(why));
-	if (rc == -ENOENT)
+	/* Python 2 has no _PyEval_EvalFrameDefault: its name says what it is */
+	if (rc == -ENOENT && python_version_from_name(name, &major, &minor, &ft) == 0 && major < 3)
+		snprintf(err, errlen, "%s is Python %d.%d, which py: probes do not support "
+			 "(supported: 3.8 to 3.13)", name, major, minor);
+	else if (rc == -ENOENT)
 		snprintf(err, errlen, "%s is not a CPython interpreter (no _PyEval_EvalFrameDefault "
 			 "symbol): py: probes need a CPython process", name);
 	else if (rc)

@@ -460,6 +460,13 @@ if [ -n "$old" ]; then
 else
 	t_begin py_unsupported; t_skip "no pyenv Python 3.7 to try an unsupported version on"
 fi
+old=$(interpreter 2.7)
+if [ -n "$old" ]; then
+	py_error py_python2 1 "Python 2.7, which py: probes do not support \(supported: 3.8 to 3.13\)" \
+		--probe X=py:a.b:f -- "$old" -c pass
+else
+	t_begin py_python2; t_skip "no pyenv Python 2.7 to try Python 2 on"
+fi
 printf '#!/bin/sh\nexec true\n' >"$T_TMP/script.sh"; chmod +x "$T_TMP/script.sh"
 py_error py_script 1 "script.sh is a script \(#!/bin/sh\), not a CPython binary: launch the Python interpreter itself" \
 	--probe X=py:a.b:f -- "$T_TMP/script.sh"
