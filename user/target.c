@@ -123,6 +123,33 @@ static const char *not_runnable(const char *file)
 	return NULL;
 }
 
+/* Why exec of FILE failed with E, in ERR. ENOENT for a file that is
+ * there means what runs it is missing: its #! interpreter, or the
+ * dynamic loader an executable for another system names. */
+static void exec_error(const char *file, int e, char *err, size_t errlen)
+{
+	char line[256] = "";
+	FILE *f;
+
+	if (e != ENOENT || access(file, F_OK) != 0) {
+		snprintf(err, errlen, "cannot run %s: %s", file, strerror(e));
+		return;
+	}
+	f = fopen(file, "re");
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+	}
+	line[strcspn(line, "\r\n")] = '\0';
+	if (line[0] == '#' && line[1] == '!')
+		snprintf(err, errlen, "cannot run %s: the interpreter its first line names (%s) "
+			 "does not exist", file, line);
+	else
+		snprintf(err, errlen, "cannot run %s: the dynamic loader it names does not exist "
+			 "(built for another system? file %s says which)", file, file);
+}
+
 /* execvp's PATH search, done up front so probes can be placed on the
  * file before the child runs (like execvp, a directory or a file that
  * cannot be run is passed over). 0, or -1 with the reason in ERR. */
@@ -220,7 +247,7 @@ int target_release(struct target *t, char *err, size_t errlen)
 	close(t->exec_error_fd);
 	t->exec_error_fd = -1;
 	if (n == (ssize_t)sizeof(e)) {
-		snprintf(err, errlen, "cannot run %s: %s", t->exe, strerror(e));
+		exec_error(t->exe, e, err, errlen);
 		waitpid(t->pid, NULL, 0);
 		t->pid = 0;
 		return -e;

@@ -64,6 +64,9 @@ t_begin "a launched command that fails: the last line says so, the capture exits
 if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && ! grep -q "command failed" "$T_TMP/ok.err" &&
 	[ "$(tail -n 1 "$T_TMP/failed.err")" = "pmetrics: warning: the command failed (exit status 3): the capture holds only what it did until then" ]
 then t_pass; else t_fail "rc $rc1/$rc2: $(tail -n 2 "$T_TMP/failed.err")"; fi
+printf '#!/no/such/interpreter\n' >"$T_TMP/badbang.sh"; chmod +x "$T_TMP/badbang.sh"
+err "a script whose #! interpreter is missing" 1 "cannot run $T_TMP/badbang.sh: the interpreter its first line names \(#!/no/such/interpreter\) does not exist" \
+	record -o "$out" --probe S=libc.so.6:nanosleep -- "$T_TMP/badbang.sh"
 err "command not found" 1 "command not found: no-such-command-xyz" \
 	record -o "$out" --probe S=:f -- no-such-command-xyz
 : >"$T_TMP/not-executable"
