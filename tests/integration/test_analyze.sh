@@ -65,6 +65,11 @@ ln -sf "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl"
 if cmp -s "$T_TMP/twice" "$T_TMP/want" && [ "$(grep -c 'again: read once' "$T_TMP/twice.err")" -eq 2 ]
 then t_pass; else t_fail "$(cat "$T_TMP/twice.err"; diff "$T_TMP/want" "$T_TMP/twice" | head -5)"; fi
 
+t_begin "standard input given twice is read once, and said"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 - - <"$T_TMP/d.jsonl" >"$T_TMP/stdin2" 2>"$T_TMP/stdin2.err"
+if cmp -s "$T_TMP/stdin2" "$T_TMP/want" && grep -qx "pmetrics: analyze: - (standard input) is given twice: read once" "$T_TMP/stdin2.err"
+then t_pass; else t_fail "$(cat "$T_TMP/stdin2.err")"; fi
+
 t_begin "n = 29: process keys with fewer than 30 samples are dropped; n = 30 kept"
 "$PY" "$GEN" 29 0.5 >"$T_TMP/d29.jsonl"; "$PY" "$GEN" 30 0.5 >"$T_TMP/d30.jsonl"
 "$PMETRICS" analyze "$T_TMP/d29.jsonl" >"$T_TMP/o29" 2>/dev/null

@@ -306,6 +306,12 @@ static bool given_before(const struct cli *c, int i)
 {
 	struct stat st, prev;
 
+	/* standard input can be read once only */
+	for (int j = 0; j < i && !strcmp(c->inputs[i], "-"); j++)
+		if (!strcmp(c->inputs[j], "-")) {
+			fprintf(stderr, "pmetrics: analyze: - (standard input) is given twice: read once\n");
+			return true;
+		}
 	if (read_file_stat(c->inputs[i], &st) != 0)
 		return false;
 	for (int j = 0; j < i; j++) {
