@@ -617,6 +617,16 @@ void resource_sampler_summary(const struct resource_sampler *s, FILE *out)
 			" rows too long, %" PRIu64 " write errors, %" PRIu64 " failed polls\n",
 			st->unreadable, st->pid_reused, st->zombies, st->rows_too_long,
 			st->write_errors, st->failed_polls);
+	/* filters that matched nothing read like an idle machine: say so */
+	if (st->polls && !st->rows && st->processes_seen &&
+	    (!s->opts.root_pid || s->opts.filters_set)) {
+		fprintf(out, "resources: none of the %" PRIu64 " processes seen matched the filters (",
+			st->processes_seen);
+		for (int i = 0; i < s->opts.n_filters; i++)
+			fprintf(out, "%s%s", i ? "," : "", s->opts.filters[i]);
+		fprintf(out, "): give --process-filter GLOB, matched against the whole command "
+			"line\n");
+	}
 	if (s->data && (csv_file_dropped(s->data) || csv_file_dropped(s->series)))
 		fprintf(out, "resources: %" PRIu64 " rows written to %s and %" PRIu64 " lost; %"
 			PRIu64 " written to %s and %" PRIu64 " lost\n",

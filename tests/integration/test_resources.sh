@@ -302,6 +302,11 @@ OT_SYSTEM_RESOURCE_TRACKER_PROCESS_FILTERS='nomatch*' OT_SYSTEM_RESOURCE_TRACKER
 n=$(res_rows "$out/system_resource_data" "$SL")
 if [ $rc -eq 0 ] && [ "$n" -ge 2 ]; then t_pass; else t_fail "rc $rc, $n rows"; fi
 
+t_begin record_names_filters_that_match_nothing
+rec --resources --interval 1 --duration 1500ms --process-filter 'nomatch*' --process-filter 'nor*this' -o "$(fresh_dir)"
+if [ $rc -eq 0 ] && grep -q "^resources: none of the [0-9]* processes seen matched the filters (nomatch\*,nor\*this): give --process-filter GLOB" "$T_TMP/rec.err"
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/rec.err")"; fi
+
 # notify_listen SOCK OUT: plays systemd's notify socket at SOCK; the first
 # datagram goes to OUT. Sets np to the listener's pid.
 notify_listen() {
