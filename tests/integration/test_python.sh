@@ -453,20 +453,17 @@ py_error py_not_cpython 1 "not a CPython interpreter" --probe X=py:a.b:f -- /bin
 sleep 5 & sleeper=$!
 py_error py_pid_not_cpython 1 "not a CPython interpreter" --probe X=py:a.b:f --pid "$sleeper"
 kill "$sleeper" 2>/dev/null
-old=$(interpreter 3.7)
-if [ -n "$old" ]; then
-	py_error py_unsupported 1 "Python 3.7, which py: probes do not support" \
-		--probe X=py:a.b:f -- "$old" -c pass
-else
-	t_begin py_unsupported; t_skip "no pyenv Python 3.7 to try an unsupported version on"
-fi
-old=$(interpreter 2.7)
-if [ -n "$old" ]; then
-	py_error py_python2 1 "Python 2.7, which py: probes do not support \(supported: 3.8 to 3.13\)" \
-		--probe X=py:a.b:f -- "$old" -c pass
-else
-	t_begin py_python2; t_skip "no pyenv Python 2.7 to try Python 2 on"
-fi
+# Versions py: probes do not support: named, with the supported range.
+for unsupported in py_unsupported:3.7 py_python2:2.7; do
+	name=${unsupported%%:*} version=${unsupported#*:}
+	old=$(interpreter "$version")
+	if [ -n "$old" ]; then
+		py_error "$name" 1 "Python $version, which py: probes do not support \(supported: 3.8 to 3.13\)" \
+			--probe X=py:a.b:f -- "$old" -c pass
+	else
+		t_begin "$name"; t_skip "no pyenv Python $version to try an unsupported version on"
+	fi
+done
 printf '#!/bin/sh\nexec true\n' >"$T_TMP/script.sh"; chmod +x "$T_TMP/script.sh"
 py_error py_script 1 "script.sh is a script \(#!/bin/sh\), not a CPython binary: launch the Python interpreter itself" \
 	--probe X=py:a.b:f -- "$T_TMP/script.sh"

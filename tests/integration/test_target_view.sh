@@ -107,37 +107,30 @@ kill -KILL "$NS_PID" 2>/dev/null
 wait "$NS_PID" 2>/dev/null
 
 # ---- a library replaced on disk while mapped ----------------------------
+# replaced_library NAME BINARY: a running libprog whose library is renamed
+# over after it mapped it; probed by BINARY (a file name, or a path under
+# NAME's directory), the mapped file gives its 3 rows, with a warning.
+replaced_library() {
+	local name="$1" binary="$2" dir="$T_TMP/replaced-$1" out target n
+	mkdir -p "$dir"
+	cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
+	"$dir/libprog" -w "$dir/go" 5 3 & target=$!
+	sleep 0.3
+	cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
+	out=$(fresh_dir)
+	if pm_start -o "$out" --pid "$target" --probe "LIB=${binary//@DIR@/$dir}:spanlib_compute"; then
+		touch "$dir/go"; wait "$target"; pm_wait
+		n=$(rows "$out/robot_context_data" LIB)
+		if [ "$n" -eq 3 ] && grep -q "replaced or deleted on disk since" "$PM_ERR"; then t_pass
+		else t_fail "$n rows, want 3 and a warning: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
+	else
+		t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
+	fi
+}
 t_begin "a library replaced on disk: the mapped one is probed, and pmetrics says so"
-dir="$T_TMP/replaced"; mkdir -p "$dir"
-cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
-"$dir/libprog" -w "$T_TMP/go3" 5 3 & target=$!
-sleep 0.3
-cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
-out=$(fresh_dir)
-if pm_start -o "$out" --pid "$target" --probe LIB=libspanlib.so.1:spanlib_compute; then
-	touch "$T_TMP/go3"; wait "$target"; pm_wait
-	n=$(rows "$out/robot_context_data" LIB)
-	if [ "$n" -eq 3 ] && grep -q "replaced or deleted on disk since" "$PM_ERR"; then t_pass
-	else t_fail "$n rows, want 3 and a warning: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
-else
-	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
-fi
-
+replaced_library name libspanlib.so.1
 t_begin "the same library by its absolute path: the mapped one is probed, and pmetrics says so"
-dir="$T_TMP/replaced-abs"; mkdir -p "$dir"
-cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
-"$dir/libprog" -w "$T_TMP/go-abs" 5 3 & target=$!
-sleep 0.3
-cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
-out=$(fresh_dir)
-if pm_start -o "$out" --pid "$target" --probe "LIB=$dir/libspanlib.so.1:spanlib_compute"; then
-	touch "$T_TMP/go-abs"; wait "$target"; pm_wait
-	n=$(rows "$out/robot_context_data" LIB)
-	if [ "$n" -eq 3 ] && grep -q "replaced or deleted on disk since" "$PM_ERR"; then t_pass
-	else t_fail "$n rows, want 3 and a warning: $(grep -v '^libbpf' "$PM_ERR" | head -3)"; fi
-else
-	t_fail "did not attach: $(grep -v '^libbpf' "$PM_ERR" | head -2)"; kill "$target"
-fi
+replaced_library path @DIR@/libspanlib.so.1
 
 # ---- Python: an interpreter library only the target sees ----------------
 py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.10.*/bin/python3.10 2>/dev/null | head -n 1)
