@@ -244,11 +244,16 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 		if (!str_equal(s->got, probes[i].qualname, PYSPAN_STR_MAX))
 			continue;
 		file = tail_is(fname, flen, probes[i].file_len, probes[i].file_suffix, s->want);
-		if (file == 1)
-			return i;
-		pkg = tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix, s->want);
-		if (pkg == 1)
-			return i;
+		pkg = file == 1 ? 0 : tail_is(fname, flen, probes[i].pkg_len, probes[i].pkg_suffix,
+					      s->want);
+		if (file == 1 || pkg == 1) {
+			/* the code's own name too: a functools.wraps wrapper
+			 * carries the wrapped function's qualified name */
+			len = read_str(read_ptr(key->code + layout.code_name), s->want);
+			if (len == UNREADABLE)
+				return UNREADABLE;
+			return len >= 0 && str_equal(s->want, probes[i].name, PYSPAN_STR_MAX) ? i : -1;
+		}
 		if (file == UNREADABLE || pkg == UNREADABLE)
 			return UNREADABLE;
 	}

@@ -125,6 +125,9 @@ struct pyspan_layout {
 /* One py:MODULE:QUALNAME probe as the BPF matcher sees it. */
 struct pyspan_probe_cfg {
 	char qualname[PYSPAN_STR_MAX];   /* "Class.method" */
+	/* "method": its code object's own name. A functools.wraps wrapper
+	 * takes the wrapped function's qualified name, not its code. */
+	char name[PYSPAN_STR_MAX];
 	char file_suffix[PYSPAN_STR_MAX]; /* "/a/b/c.py" */
 	char pkg_suffix[PYSPAN_STR_MAX];  /* "/a/b/c/__init__.py" */
 	__u32 file_len;                   /* strlen(file_suffix) */

@@ -42,6 +42,19 @@ static int parse_python(const char *target, struct probe_spec *out, char *err, s
 			 target);
 		return -1;
 	}
+	/* code objects carry their file, not the name the module ran under */
+	if (strcmp(out->binary, "__main__") == 0) {
+		snprintf(err, errlen, "bad Python probe '%s': name the main module as its file "
+			 "or -m name says (py:server:%s for server.py, py:pkg.app:%s for "
+			 "-m pkg.app), not __main__", target, out->symbol, out->symbol);
+		return -1;
+	}
+	size_t n = strlen(out->symbol);
+	if (n >= 8 && strcmp(out->symbol + n - 8, "<locals>") == 0) {
+		snprintf(err, errlen, "bad Python probe '%s': QUALNAME ends in <locals>; name the "
+			 "function defined there, e.g. %s.inner", target, out->symbol);
+		return -1;
+	}
 	return 0;
 }
 

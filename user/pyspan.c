@@ -184,6 +184,8 @@ void pyspan_probe_cfg_fill(const struct py_probe *p, struct pyspan_probe_cfg *cf
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->qualname, sizeof(cfg->qualname), "%s", p->qualname);
+	snprintf(cfg->name, sizeof(cfg->name), "%s",
+		 strrchr(p->qualname, '.') ? strrchr(p->qualname, '.') + 1 : p->qualname);
 	snprintf(path, sizeof(path), "%s", p->module);
 	for (char *c = path; *c; c++)
 		if (*c == '.')
@@ -1464,9 +1466,10 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 			"first step while watched\n", pr->module, pr->qualname);
 	else if (!p->plain_calls)
 		fprintf(out, "pmetrics: warning: py:%s:%s: no coroutine of it ran during the "
-			"capture%s\n", pr->module, pr->qualname, pr->known_async ? "" :
-			"; if it is a plain function (not async def), time it with --python-hook "
-			"calls");
+			"capture%s%s\n", pr->module, pr->qualname, pr->known_async ? "" :
+			"; check the module and qualified name (a plain function needs "
+			"--python-hook calls", pr->known_async ? "" : p->interp.minor >= 12 ? ")" :
+			"; async generators are timed from Python 3.12 on)");
 	else
 		fprintf(out, "pmetrics: warning: py:%s:%s was never seen during the capture%s\n",
 			pr->module, pr->qualname, pr->known_async ? "" :

@@ -93,7 +93,7 @@ check_robot() {
 	if [ "$hook" = coroutines ]; then
 		expect_rows "$tag.sync_rows" "$data" CRUNCH 0
 		expect_ok "$tag.plain_warning" "no warning that crunch needs --python-hook calls" \
-			grep -q "py:pmtest.work:crunch: no coroutine of it ran during the capture; if it is a plain function (not async def), time it with --python-hook calls" "$out.err"
+			grep -q "py:pmtest.work:crunch: no coroutine of it ran during the capture; check the module and qualified name (a plain function needs --python-hook calls" "$out.err"
 		expect_ok "$tag.no_inline_warning" "a warning about inlined calls without the calls hook" \
 			bash -c "! grep -q 'inlines' '$out.err'"
 		return
@@ -313,6 +313,26 @@ if [ -x /usr/bin/python3.11 ]; then
 else
 	t_begin renamed311; t_skip "no /usr/bin/python3.11 (Debian package python3.11)"
 fi
+
+# ---- functools.wraps: one row per call, the wrapped function's ------------
+# The wrapper carries the wrapped function's qualified name; its code's own
+# name (wrapper) tells it apart, so a call is one row, never two.
+for minor in 8 9 10 11 12 13; do
+	py=$(interpreter "3.$minor")
+	[ -n "$py" ] || continue
+	out=$(fresh_dir)
+	hook=coroutines
+	[ "$minor" -le 10 ] && hook=calls # plain calls from Python are seen up to 3.10
+	(cd "$ROOT/tests/progs/py" && "$PMETRICS" record -o "$out" --python-hook "$hook" \
+		--probe DEC=py:pmtest.decorated:dec --probe PDEC=py:pmtest.decorated:pdec \
+		-- "$py" -m pmtest.decorated) >/dev/null 2>"$T_TMP/deco.err"
+	expect_ok "py3$minor.decorated_once" "dec rows $(durations DEC "$out/robot_context_data")ms, want 3 of 20 ms" \
+		sleeps_ok "$out/robot_context_data" DEC 0.02 0.02 0.02
+	if [ "$hook" = calls ]; then
+		expect_ok "py3$minor.decorated_plain_once" "pdec rows $(durations PDEC "$out/robot_context_data")ms, want 2 of 10 ms" \
+			sleeps_ok "$out/robot_context_data" PDEC 0.01 0.01
+	fi
+done
 
 # ---- plain functions whose def ran before attach (3.8-3.10) --------------
 # The qualified name comes from the function object on the caller's value

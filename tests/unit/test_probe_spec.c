@@ -44,6 +44,12 @@ static void python_spec(void **state)
 	assert_int_equal(spec.kind, PROBE_PYTHON);
 	assert_string_equal(spec.binary, "robot_server.protocols.router");
 	assert_string_equal(spec.symbol, "create_protocol.<locals>._get_cached_protocol_analysis");
+	/* __main__ names no file; an outer function's <locals> no function */
+	assert_int_equal(probe_spec_parse("M=py:__main__:leaf", &spec, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "py:server:leaf for server.py"));
+	assert_int_equal(probe_spec_parse("L=py:a1:outer.<locals>", &spec, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "e.g. outer.<locals>.inner"));
+	assert_int_equal(probe_spec_parse("M=py:app.__main__:run", &spec, err, sizeof(err)), 0);
 }
 
 static void rejects_malformed(void **state)
