@@ -51,9 +51,15 @@ struct span_match {
 };
 
 /* An off-CPU sample waiting for its thread to come back. */
+/* What a built stack holds, counted as its sample is written (so that a
+ * dropped off-CPU sample is in no count). */
+#define STACK_PYTHON 1u         /* Python frames */
+#define STACK_PYTHON_UNNAMED 2u /* some of them could not be named */
+
 struct pending_off {
 	pid_t pid, tid;
 	uint64_t out_ns, stack_id;
+	unsigned python; /* its stack's STACK_PYTHON* bits */
 	int n_spans;
 	const char *spans[SPAN_MAX_STATES];
 };
@@ -85,6 +91,7 @@ struct sampler {
 
 	/* counts for the summary */
 	uint64_t on_cpu, off_cpu, with_python, procs_seen;
+	uint64_t python_unnamed; /* samples with Python frames whose names could not be read */
 	size_t procs_most; /* processes held at once, the ended let go */
 
 	/* one sample's frames, root first */
@@ -352,16 +359,20 @@ static const char *put_frame(struct sampler *s, int *n)
 	return s->text[(*n)++];
 }
 
-/* The Python frames of R (root first), their span states. */
-static void python_frames(struct sampler *s, const struct proc_state *p, const struct raw_sample *r,
-			  int *n, const char **states, int *n_states)
+/* The Python frames of R (root first), their span states; returns the
+ * STACK_PYTHON* bits they make. */
+static unsigned python_frames(struct sampler *s, const struct proc_state *p,
+			      const struct raw_sample *r, int *n, const char **states, int *n_states)
 {
+	unsigned held = STACK_PYTHON;
+
 	for (int i = r->n_py - 1; i >= 0 && *n < MAX_FRAMES; i--) {
 		struct python_frame_text t;
 		char *buf = (char *)put_frame(s, n);
 
 		if (python_frame_name(s->names, &p->py, &r->py[i], &t) != 0) {
 			profile_frame_native(buf, FRAME_TEXT, "[unknown Python frame]");
+			held |= STACK_PYTHON_UNNAMED;
 			continue;
 		}
 		profile_frame_python(buf, FRAME_TEXT, t.qualname, t.file, t.line);
@@ -369,6 +380,7 @@ static void python_frames(struct sampler *s, const struct proc_state *p, const s
 			if (s->matches[k].python && python_matches(&s->matches[k], &t))
 				add_state(states, n_states, s->matches[k].state);
 	}
+	return held;
 }
 
 struct in_interpreter {
@@ -555,9 +567,9 @@ static int machinery_frames(struct sampler *s, const struct raw_sample *r)
 }
 
 /* Builds the frames of R (root first) into s->frames; returns how many,
- * with the span states in STATES. */
+ * with the span states in STATES and its STACK_PYTHON* bits in *PYTHON. */
 static int build_stack(struct sampler *s, const struct raw_sample *r, const char **states,
-		       int *n_states)
+		       int *n_states, unsigned *python)
 {
 	struct native_frame *nf = s->native;
 	struct proc_state *p = sampler_proc(s, r->pid);
@@ -570,10 +582,7 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 	if (p && p->kind == PROC_PYTHON && r->py_status == PY_WALK_NO_THREAD && !p->py.tid_checked &&
 	    python_proc_check_tid(&p->py) && s->src->ops->python_found)
 		s->src->ops->python_found(s->src, p);
-	if (with_python) {
-		python_frames(s, p, r, &n, states, n_states);
-		s->with_python++;
-	}
+	*python = with_python ? python_frames(s, p, r, &n, states, n_states) : 0;
 	keep = native_kept(s, p, r, with_python, nf);
 	for (int i = keep - 1; i >= 0 && n < MAX_FRAMES; i--) {
 		symbolizer_format(&nf[i], (char *)put_frame(s, &n), FRAME_TEXT);
@@ -596,9 +605,10 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 	return n;
 }
 
+/* Writes one sample row; PYTHON: its stack's STACK_PYTHON* bits. */
 static void write_sample(struct sampler *s, pid_t pid, pid_t tid, enum profile_kind kind,
 			 uint64_t mono_ns, uint64_t weight_ns, const char *const *states, int n_states,
-			 uint64_t stack_id)
+			 uint64_t stack_id, unsigned python)
 {
 	struct profile_sample row = {
 		.time_ns = wall_clock_from_mono(&s->clock, mono_ns),
@@ -612,6 +622,8 @@ static void write_sample(struct sampler *s, pid_t pid, pid_t tid, enum profile_k
 	};
 
 	profile_writer_sample(s->w, &row);
+	s->with_python += (python & STACK_PYTHON) != 0;
+	s->python_unnamed += (python & STACK_PYTHON_UNNAMED) != 0;
 	if (kind == PROFILE_ON_CPU)
 		s->on_cpu++;
 	else
@@ -619,7 +631,7 @@ static void write_sample(struct sampler *s, pid_t pid, pid_t tid, enum profile_k
 }
 
 static void keep_pending(struct sampler *s, const struct raw_sample *r, const char **states,
-			 int n_states, uint64_t stack_id)
+			 int n_states, uint64_t stack_id, unsigned python)
 {
 	struct pending_off *p;
 
@@ -629,7 +641,7 @@ static void keep_pending(struct sampler *s, const struct raw_sample *r, const ch
 	}
 	p = &s->pending[s->n_pending++];
 	*p = (struct pending_off){ .pid = r->pid, .tid = r->tid, .out_ns = r->mono_ns,
-				   .stack_id = stack_id, .n_spans = n_states };
+				   .stack_id = stack_id, .python = python, .n_spans = n_states };
 	memcpy(p->spans, states, (size_t)n_states * sizeof(*states));
 }
 
@@ -658,6 +670,7 @@ void sampler_add(struct sampler *s, const struct raw_sample *r)
 {
 	const char *states[SPAN_MAX_STATES];
 	int n_states, n;
+	unsigned python;
 	uint64_t id;
 
 	if (s->cfg.held && r->pid == s->cfg.pid)
@@ -666,13 +679,14 @@ void sampler_add(struct sampler *s, const struct raw_sample *r)
 		drop_unseen_ends(s, r->tid, r->mono_ns);
 	if (r->n_user < 0 && r->n_kernel <= 0 && r->n_py <= 0)
 		profile_writer_lost(s->w, PROFILE_LOSS_STACK_UNREADABLE, 1);
-	n = build_stack(s, r, states, &n_states);
+	n = build_stack(s, r, states, &n_states, &python);
 	if (profile_writer_stack(s->w, s->frames, (size_t)n, &id) != 0)
 		return; /* counted by the writer */
 	if (r->kind == PROFILE_OFF_CPU)
-		keep_pending(s, r, states, n_states, id);
+		keep_pending(s, r, states, n_states, id, python);
 	else
-		write_sample(s, r->pid, r->tid, r->kind, r->mono_ns, r->weight_ns, states, n_states, id);
+		write_sample(s, r->pid, r->tid, r->kind, r->mono_ns, r->weight_ns, states, n_states, id,
+			     python);
 }
 
 void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns)
@@ -692,7 +706,7 @@ void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t
 	p = &s->pending[best];
 	out_ns = p->out_ns;
 	write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, out_ns, in_ns - out_ns, p->spans, p->n_spans,
-		     p->stack_id);
+		     p->stack_id, p->python);
 	*p = s->pending[--s->n_pending];
 	/* an older switch-out of the thread still waiting lost its own
 	 * switch-in (perf: a PERF_RECORD_LOST) */
@@ -707,7 +721,7 @@ static void finish_pending(struct sampler *s)
 
 		write_sample(s, p->pid, p->tid, PROFILE_OFF_CPU, p->out_ns,
 			     s->stopped_ns > p->out_ns ? s->stopped_ns - p->out_ns : 0, p->spans,
-			     p->n_spans, p->stack_id);
+			     p->n_spans, p->stack_id, p->python);
 	}
 	s->n_pending = 0;
 }
@@ -843,6 +857,11 @@ void sampler_summary(const struct sampler *s, FILE *out)
 		fprintf(out, ", %llu off-CPU", (unsigned long long)s->off_cpu);
 	fprintf(out, ", %llu with Python frames; taken by %s\n", (unsigned long long)s->with_python,
 		s->cfg.use_bpf ? "BPF" : "perf_event_open");
+	if (s->python_unnamed)
+		fprintf(out, "  profile: %llu samples with [unknown Python frame]s: their names were "
+			"read after their process had exited (a process shorter than about 1 s, or "
+			"its last moments), or could not be read\n",
+			(unsigned long long)s->python_unnamed);
 	if (s->procs_seen > 1)
 		fprintf(out, "  profile: %llu processes seen, at most %zu held at once (an ended one is let go)\n",
 			(unsigned long long)s->procs_seen, s->procs_most);

@@ -42,14 +42,21 @@ if [ -z "$GO" ] && bash "$ROOT/.ci/install-deps" golang-go >/dev/null 2>&1; then
 
 # capture NAME OUT [VAR=VALUE]... -- RECORD-ARGS...: `pmetrics record -v -o
 # OUT RECORD-ARGS` with each VAR=VALUE in its environment, as check
-# NAME.run; its stderr goes to OUT.err. Returns 1 when pmetrics failed.
+# NAME.run, which also wants the summary's samples with Python frames to
+# be among its samples; its stderr goes to OUT.err. Returns 1 when
+# pmetrics failed.
 capture() {
-	local name="$1" out="$2" envs=()
+	local name="$1" out="$2" envs=() counts
 	shift 2
 	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
 	shift
 	t_begin "$name.run"
 	if env ${envs[@]+"${envs[@]}"} "$PMETRICS" record -v -o "$out" "$@" >/dev/null 2>"$out.err"; then
+		counts=$(sed -n 's/^ *profile: \([0-9]*\) samples:.* \([0-9]*\) with Python frames.*/\1 \2/p' "$out.err")
+		if [ -n "$counts" ] && [ "${counts#* }" -gt "${counts% *}" ]; then
+			t_fail "more samples with Python frames than samples: $(grep 'profile:' "$out.err" | head -n 1)"
+			return 0
+		fi
 		t_pass
 		sed -n 's/^ *\(profile.*\)/    \1/p' "$out.err"
 		return 0
@@ -373,12 +380,31 @@ ended_processes_let_go() {
 	done
 }
 
+# A Python process shorter than the sampler's first look at it: its Python
+# frames are read after it exited, and cannot be named. The summary must
+# count exactly the samples that show [unknown Python frame].
+short_python_unnamed() {
+	local py out want said
+	py=$(interpreter 3.12)
+	t_begin "py_short.unnamed_counted"
+	if [ -z "$py" ]; then t_skip "no pyenv CPython 3.12"; return; fi
+	out=$(fresh_dir)
+	capture "py_short" "$out" -- --sample=999 -- "$py" -c 'sum(range(5 * 10**6))' || return
+	t_begin "py_short.unnamed_counted: the summary counts the samples shown unnamed"
+	want=$(awk -F, 'NR == FNR { if ($2 ~ /\[unknown Python frame\]/) bad[$1] = 1; next }
+		bad[$7] { n++ } END { print n + 0 }' "$out/profile_stacks" "$out/profile_samples")
+	said=$(sed -n 's/^ *profile: \([0-9]*\) samples with \[unknown Python frame\]s.*/\1/p' "$out.err")
+	if [ "${said:-0}" -eq "$want" ]; then t_pass
+	else t_fail "summary says ${said:-nothing}, $want samples have unnamed frames"; fi
+}
+
 bad_input
 if [ "$(id -u)" -ne 0 ]; then t_begin sampling; t_skip "needs root"; exit 0; fi
 if [ ! -x "$PROGS/sample_burn" ]; then t_fail "no $PROGS/sample_burn: make check builds it"; exit 0; fi
 native_tests
 ended_processes_let_go
 python_found_late
+short_python_unnamed
 python_tests 10
 python_tests 12
 python_tests 13
