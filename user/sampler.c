@@ -523,7 +523,8 @@ static const uint64_t *user_frames(struct sampler *s, struct proc_state *p,
 	return chain;
 }
 
-/* How many of R's native frames (from the leaf) to keep. With a Python
+/* How many of R's native frames (from the leaf) to keep: up to the first
+ * that is no return address (in data, or the first page). With a Python
  * stack: those the thread called outside the interpreter (libc, an
  * extension), up to the first of the interpreter's own frames, or the
  * first that is in no file (a frame-pointer chain broken by code built
@@ -536,6 +537,11 @@ static int native_kept(struct sampler *s, struct proc_state *p, const struct raw
 
 	for (int i = 0; i < n && i < SAMPLER_MAX_USER; i++) {
 		symbolizer_user(s->sym, r->pid, user[i], i > 0, &nf[i]);
+		/* a return address lies in code: one in data (the heap, a
+		 * stack) or in the first page is a frame-pointer chain gone
+		 * astray, and nothing after it is a frame */
+		if (i > 0 && ((nf[i].mapped && !nf[i].executable) || user[i] < 4096))
+			break;
 		if (with_python && (!nf[i].in_file || (nf[i].dev == p->py.interp_dev &&
 						       nf[i].ino == p->py.interp_ino)))
 			break;

@@ -96,7 +96,8 @@ int proc_maps_read(pid_t pid, struct proc_map **out)
 			*nl = '\0';
 		maps[n] = (struct proc_map){ .start = start, .end = end, .offset = off,
 					     .dev = makedev(major, minor), .ino = ino,
-					     .readable = perms[0] == 'r', .path = strdup(name) };
+					     .readable = perms[0] == 'r', .executable = perms[2] == 'x',
+					     .path = strdup(name) };
 		if (!maps[n].path)
 			break;
 		n++;
@@ -411,6 +412,7 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 		return;
 	m = &p->maps[i];
 	out->mapped = true;
+	out->executable = m->executable;
 	snprintf(out->module, sizeof(out->module), "%s", m->path[0] ? base_name(m->path) : "[anon]");
 	if (!in_file(m))
 		return;

@@ -22,6 +22,7 @@ struct native_frame {
 	uint64_t addr;
 	bool mapped;           /* in a mapping of the process */
 	bool in_file;          /* ... of a file (module, file_offset, dev/ino valid) */
+	bool executable;       /* ... that holds code (x in its permissions) */
 	/* the file's base name, or the mapping's name ("[vdso]"): a copy, as
 	 * the next frame of a sample may read the mappings again */
 	char module[256];
@@ -55,6 +56,7 @@ struct proc_map {
 	uint64_t start, end, offset;
 	uint64_t dev, ino;
 	bool readable; /* r in its permissions: PROT_NONE reservations are not */
+	bool executable; /* x in its permissions: code */
 	char *path;    /* as the process names it; "" for anonymous memory */
 };
 

@@ -427,6 +427,59 @@ static void a_switch_in_ends_the_latest_switch_out(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A frame-pointer chain that goes astray into data (a heap address, an
+ * address in the first page) is cut there: nothing from it on is a
+ * frame. The leaf and the frame before the stray one stay. */
+static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
+{
+	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[256], line[1024] = "", cmd[128];
+	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
+	uint64_t *heap = malloc(64);
+	const uint64_t code = (uint64_t)(uintptr_t)went_off + 8;
+	uint64_t into_heap[] = { code, code, (uint64_t)(uintptr_t)heap, code, code },
+		 into_page0[] = { code, code, code, 0x6, code };
+	struct raw_sample r = { .kind = PROFILE_ON_CPU, .weight_ns = 10, .pid = getpid(),
+				.tid = getpid(), .py_status = PY_WALK_NOT_PYTHON, .n_user = 5 };
+	struct sampler *s;
+	FILE *f;
+	int rows = 0;
+	(void)state;
+
+	assert_non_null(heap);
+	assert_non_null(mkdtemp(dir));
+	if (sampler_open(&s, &c) != 0) {
+		rmdir(dir);
+		free(heap);
+		skip(); /* perf_event_open refused (not root?); said on stderr */
+	}
+	r.user = into_heap;
+	sampler_add(s, &r);
+	r.user = into_page0;
+	sampler_add(s, &r);
+	assert_int_equal(sampler_stop(s), 0);
+	sampler_close(s);
+	snprintf(path, sizeof(path), "%s/profile_stacks", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	/* id,frames root first: 2 frames, then 3, none of them data */
+	while (fgets(line, sizeof(line), f)) {
+		const char *frames = strchr(line, ',') + 1;
+		int n = 1;
+
+		for (const char *p = frames; *p; p++)
+			n += *p == ';';
+		assert_true(n == 2 || n == 3);
+		assert_null(strstr(frames, "[heap]"));
+		assert_null(strstr(frames, "+0x6"));
+		rows++;
+	}
+	fclose(f);
+	assert_int_equal(rows, 2);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(heap);
+}
+
 /* ---- BPF's sample records ---------------------------------------------- */
 
 /* A sample record as BPF packs it: the header, then each count's items
@@ -612,6 +665,7 @@ int main(void)
 		cmocka_unit_test(chain_returns_go_by_slot),
 		cmocka_unit_test(chain_returns_by_slot_over_the_kernels_order),
 		cmocka_unit_test(chain_returns_in_order_without_slots),
+		cmocka_unit_test(a_chain_gone_astray_is_cut_where_it_leaves_code),
 		cmocka_unit_test(every_part_is_found_where_it_was_packed),
 		cmocka_unit_test(a_failed_stack_read_takes_no_room),
 		cmocka_unit_test(what_overruns_the_record_is_dropped_with_what_follows),
