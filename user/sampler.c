@@ -887,6 +887,10 @@ void sampler_summary(const struct sampler *s, FILE *out)
 		}
 	}
 	fprintf(out, "\n");
+	if (profile_writer_lost_count(s->w, PROFILE_LOSS_RINGBUF_FULL))
+		fprintf(out, "  profile: the ring buffer (%llu MiB) filled faster than it was read: "
+			"give a larger --ringbuf-size or a lower --sample rate\n",
+			(unsigned long long)(s->cfg.ringbuf_bytes >> 20));
 }
 
 static void close_common(struct sampler *s)

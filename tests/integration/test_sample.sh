@@ -380,6 +380,21 @@ ended_processes_let_go() {
 	done
 }
 
+# A 1 MiB ring at 10 kHz (or the kernel's most): when it fills, the summary says which flag
+# helps; when it does not (a quiet moment), no such line.
+ring_full_named() {
+	local out lost hz
+	hz=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo 1000)
+	[ "$hz" -gt 10000 ] && hz=10000
+	out=$(fresh_dir)
+	capture "ring_small" "$out" -- --sample="$hz" --ringbuf-size 1 -- "$PROGS/sample_burn" shares 2 || return
+	t_begin "ring_small.named: ringbuf_full losses name --ringbuf-size, and only they"
+	lost=$(sed -n 's/^ *profile samples lost:.* \([0-9]*\) ringbuf_full.*/\1/p' "$out.err")
+	if { [ "${lost:-0}" -gt 0 ] && grep -q "profile: the ring buffer (1 MiB) filled faster than it was read: give a larger --ringbuf-size or a lower --sample rate" "$out.err"; } ||
+		{ [ "${lost:-0}" -eq 0 ] && ! grep -q "filled faster" "$out.err"; }
+	then t_pass; else t_fail "$(grep 'profile' "$out.err" | tr '\n' ' ')"; fi
+}
+
 # A Python process shorter than the sampler's first look at it: its Python
 # frames are read after it exited, and cannot be named. The summary must
 # count exactly the samples that show [unknown Python frame].
@@ -405,6 +420,7 @@ native_tests
 ended_processes_let_go
 python_found_late
 short_python_unnamed
+ring_full_named
 python_tests 10
 python_tests 12
 python_tests 13
