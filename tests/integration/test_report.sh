@@ -78,6 +78,13 @@ if [ $rc -eq 0 ] && [ "$(folded_total "$OUT/profile.folded")" -eq 65 ] && [ "$(l
 	! grep -q json_load "$OUT/profile.folded"
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/cut.out" "$OUT/profile.folded" 2>&1)"; fi
 
+t_begin "options also take their value after '=': --format=folded --span=ANALYZING_PROTOCOL"
+OUT2=$(fresh_dir)/cut
+"$PMETRICS" report "$CAP" --format=folded --span=ANALYZING_PROTOCOL -o "$OUT2" >"$T_TMP/cut2.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$OUT/profile.folded" "$OUT2/profile.folded" && [ "$(ls "$OUT2")" = profile.folded ]
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/cut2.out")"; fi
+
 t_begin "folded: --kind off-cpu keeps the 5 off-CPU samples"
 "$PMETRICS" report "$CAP" --format folded --kind off-cpu -o "$OUT" >/dev/null 2>&1
 if [ "$(cat "$OUT/profile.folded")" = "main;serve;$A;read_[k];schedule_[k] 5" ]; then t_pass

@@ -115,6 +115,17 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *eq = options && strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+		char name[16];
+		bool joined = false;
+
+		/* --format=svg as well as --format svg */
+		if (eq && (size_t)(eq - a) < sizeof(name)) {
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - a), a);
+			a = name;
+			val = eq + 1;
+			joined = true;
+		}
 
 		if (options && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
 			usage(stdout);
@@ -137,7 +148,7 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 			return usage_error("report", "unknown option '%s'", cli_printable(a));
 		if (!val)
 			return usage_error("report", "%s needs a value", a);
-		i++;
+		i += !joined;
 		if (strcmp(a, "--format") == 0) {
 			if (parse_formats(o, val))
 				return usage_error("report", "unknown --format '%s': use folded, pprof, "
@@ -301,8 +312,9 @@ static void print_summary(const struct report_opts *o, const struct profile *p)
 
 	for (size_t i = 0; i < p->n_aggs; i++)
 		stacks += i == 0 || p->aggs[i].stack != p->aggs[i - 1].stack;
-	printf("%" PRIu64 " samples (on-cpu %" PRIu64 ", off-cpu %" PRIu64 ") in %zu stacks%s%s\n",
-	       p->kept, p->kept_count[PROFILE_ON_CPU], p->kept_count[PROFILE_OFF_CPU], stacks,
+	printf("%" PRIu64 " sample%s (on-cpu %" PRIu64 ", off-cpu %" PRIu64 ") in %zu stack%s%s%s\n",
+	       p->kept, p->kept == 1 ? "" : "s", p->kept_count[PROFILE_ON_CPU],
+	       p->kept_count[PROFILE_OFF_CPU], stacks, stacks == 1 ? "" : "s",
 	       *o->filter ? ", " : "", o->filter);
 	for (size_t i = 0; i < p->n_losses; i++) {
 		const char *text = profile_loss_text(p->losses[i].reason);
