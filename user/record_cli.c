@@ -440,8 +440,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 			return bad_option(argv[optind - 1]);
 		/* a rate given apart would start the command to run */
 		if (c == OPT_SAMPLE && !optarg && optind < argc && is_digits(argv[optind]))
-			return usage("--sample takes its rate after '=': --sample=%s (apart, %s would "
-				     "be the command to run)", cli_printable(argv[optind]),
+			return usage("--sample takes its rate after '=': --sample=%s (apart, %s is "
+				     "read as another argument: the command to run, or an "
+				     "unexpected one)", cli_printable(argv[optind]),
 				     cli_printable(argv[optind]));
 		ret = parse_one(o, c, optarg);
 		if (ret)

@@ -26,7 +26,7 @@ err "a --pid that is not all digits" 2 "bad --pid '\\+1'" record -o "$out" --pid
 err "--python-hook without a py: probe" 2 "--python-hook chooses what py: probes trap, and none is given" \
 	record -o "$out" --python-hook calls --probe S=:f -- true
 err "empty --btf" 2 "empty --btf" record -o "$out" --btf "" --probe S=:f -- true
-err "--sample's rate apart" 2 "--sample takes its rate after '=': --sample=99 \\(apart, 99 would be the command" \
+err "--sample's rate apart" 2 "--sample takes its rate after '=': --sample=99 \\(apart, 99 is read as another argument" \
 	record -o "$out" --sample 99 -- true
 err "unknown command" 2 "unknown command 'recrod'" recrod
 
