@@ -1379,6 +1379,11 @@ int pyspan_open(struct pyspan **out, const struct pyspan_target *target,
 		goto fail;
 	if (target->watch_preferred)
 		p->watching = choose_watch(p);
+	else if (target->verbose)
+		fprintf(stderr, "pmetrics: py: probes: --python-hook %s (%s)\n",
+			p->watching ? "watch" : p->plain_calls ? "calls" : "coroutines",
+			target->hook_explicit ? "as given" : "the default; --python-hook calls "
+			"times plain functions too, at a cost named at start");
 	if ((rc = p->watching ? (target->watch_preferred ? 0 : check_watches(p))
 			      : check_hooks(p, target)))
 		goto fail;
@@ -1457,8 +1462,8 @@ static void summary_probe(const struct pyspan *p, int i, FILE *out)
 	__u64 spans = pyspan_probe_counter(p, i, PYSPAN_PC_SPANS);
 	bool seen = spans || pyspan_probe_counter(p, i, PYSPAN_PC_ENTRIES);
 
-	fprintf(out, "pmetrics: py:%s:%s: %llu spans\n", pr->module, pr->qualname,
-		(unsigned long long)spans);
+	fprintf(out, "pmetrics: py:%s:%s: %llu span%s\n", pr->module, pr->qualname,
+		(unsigned long long)spans, spans == 1 ? "" : "s");
 	if (seen)
 		return;
 	if (p->watching)
