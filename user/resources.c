@@ -603,13 +603,16 @@ void resource_sampler_summary(const struct resource_sampler *s, FILE *out)
 		return;
 	/* The first poll reads every process's command line; the others
 	 * only those of new processes, so they are shown apart. */
-	fprintf(out, "resources: %" PRIu64 " polls, %" PRIu64 " rows, %" PRIu64
-		" processes seen, %.3f ms CPU per poll after the first (first %.3f ms,"
-		" %zu threads last pass)\n",
-		st->polls, st->rows, st->processes_seen,
-		st->polls > 1 ? (double)(st->poll_cpu_ns - st->first_poll_cpu_ns) /
-					(double)(st->polls - 1) / 1e6 : 0.0,
-		(double)st->first_poll_cpu_ns / 1e6, (size_t)st->threads_last);
+	fprintf(out, "resources: %" PRIu64 " poll%s, %" PRIu64 " row%s, %" PRIu64
+		" processes seen, ", st->polls, st->polls == 1 ? "" : "s", st->rows,
+		st->rows == 1 ? "" : "s", st->processes_seen);
+	if (st->polls > 1)
+		fprintf(out, "%.3f ms CPU per poll after the first (first ",
+			(double)(st->poll_cpu_ns - st->first_poll_cpu_ns) / (double)(st->polls - 1) / 1e6);
+	else
+		fprintf(out, "one poll (");
+	fprintf(out, "%.3f ms, %zu threads last pass)\n", (double)st->first_poll_cpu_ns / 1e6,
+		(size_t)st->threads_last);
 	if (st->unreadable || st->pid_reused || st->zombies || st->rows_too_long ||
 	    st->write_errors || st->failed_polls)
 		fprintf(out, "resources: skipped %" PRIu64 " unreadable, %" PRIu64
