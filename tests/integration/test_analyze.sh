@@ -58,6 +58,20 @@ if [ $rc -eq 0 ] && cmp -s "$T_TMP/crc" "$T_TMP/want" &&
 	cmp -s "$T_TMP/two.out" "$T_TMP/two.want" && [ ! -s "$T_TMP/two.err" ]
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/crc.err" "$T_TMP/two.err" | head -3; diff "$T_TMP/want" "$T_TMP/crc" | head -3)"; fi
 
+# A stream whose last inflate() fills the reader's 1 MiB buffer exactly:
+# the end of the member must still be seen as the end of the file.
+t_begin "gzip: a file of exactly 1 MiB decoded reads whole, with no error"
+"$PY" -c 'import sys
+line = open(sys.argv[1]).readline()
+body = line * (1048576 // len(line))
+open(sys.argv[2], "w").write(body + " " * (1048576 - len(body) - 1) + "\n")' "$T_TMP/d.jsonl" "$T_TMP/mib.jsonl"
+gzip -kf "$T_TMP/mib.jsonl"
+"$PMETRICS" analyze "$T_TMP/mib.jsonl" >"$T_TMP/mib.want" 2>/dev/null
+"$PMETRICS" analyze "$T_TMP/mib.jsonl.gz" >"$T_TMP/mib.got" 2>"$T_TMP/mib.err"; rc=$?
+if [ "$(stat -c %s "$T_TMP/mib.jsonl")" -eq 1048576 ] && [ $rc -eq 0 ] && [ ! -s "$T_TMP/mib.err" ] &&
+	cmp -s "$T_TMP/mib.want" "$T_TMP/mib.got"
+then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/mib.err")"; fi
+
 t_begin "a file given twice (or by another name) is read once, and said"
 ln -sf "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl"
 "$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/d.jsonl" "$T_TMP/d-link.jsonl" "$T_TMP/d.jsonl" \
@@ -94,13 +108,17 @@ head -c 2000 "$T_TMP/d.jsonl.gz" >"$T_TMP/trunc.gz"
 if [ $rc1 -eq 0 ] && cmp -s "$T_TMP/ob" "$T_TMP/want" && [ -s "$T_TMP/eb" ] && [ $rc2 -le 1 ]; then t_pass
 else t_fail "rc $rc1/$rc2: $(cat "$T_TMP/eb" "$T_TMP/et" | head -3)"; fi
 
-t_begin "a binary file (plain or gzip) is refused by name, beside usable input"
+t_begin "a binary file (plain or gzip) is refused by name, beside usable input; leading NULs are not binary"
 gzip -c "$PMETRICS" >"$T_TMP/bin.gz"
 "$PMETRICS" analyze "$PMETRICS" >/dev/null 2>"$T_TMP/bin.err"; rc1=$?
 "$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/bin.gz" "$T_TMP/d.jsonl" >"$T_TMP/bin.out" 2>"$T_TMP/bin2.err"; rc2=$?
+# NULs a crash left at the start of a file are passed over, not binary
+{ head -c 4096 /dev/zero; cat "$T_TMP/d.jsonl"; } >"$T_TMP/zeros.jsonl"
+"$PMETRICS" analyze --versions 8.2.0,8.1.0 "$T_TMP/zeros.jsonl" >"$T_TMP/zeros.out" 2>/dev/null; rc3=$?
 if [ $rc1 -eq 1 ] && grep -q "$PMETRICS holds binary data, not JSON lines nor a memory series: give an export" "$T_TMP/bin.err" &&
-	[ $rc2 -eq 0 ] && cmp -s "$T_TMP/bin.out" "$T_TMP/want" && grep -q "bin.gz holds binary data" "$T_TMP/bin2.err"
-then t_pass; else t_fail "rc $rc1/$rc2: $(cat "$T_TMP/bin.err" "$T_TMP/bin2.err" | head -4)"; fi
+	[ $rc2 -eq 0 ] && cmp -s "$T_TMP/bin.out" "$T_TMP/want" && grep -q "bin.gz holds binary data" "$T_TMP/bin2.err" &&
+	[ $rc3 -eq 0 ] && cmp -s "$T_TMP/zeros.out" "$T_TMP/want"
+then t_pass; else t_fail "rc $rc1/$rc2/$rc3: $(cat "$T_TMP/bin.err" "$T_TMP/bin2.err" | head -4)"; fi
 
 t_begin "nothing usable: exit 1 with a one-line reason"
 printf 'garbage\n' >"$T_TMP/g.jsonl"; : >"$T_TMP/empty.jsonl"

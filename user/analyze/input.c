@@ -148,6 +148,12 @@ static int deliver(struct input *in, const char *buf, size_t len)
 	size_t skip = 0;
 
 	if (in->kind == KIND_UNKNOWN) {
+		/* NULs a crash left where the file began are no clue, and
+		 * no line: passed over */
+		while (len && !*buf)
+			buf++, len--;
+		if (!len)
+			return 0;
 		enum input_kind k = sniff(buf, len, &skip);
 
 		/* Neither format holds a NUL byte in its first line: a binary
@@ -214,6 +220,12 @@ static int pump_gzip(struct input *in, int fd, unsigned char *ibuf, size_t have,
 			break;
 		}
 		if (zrc == Z_STREAM_END) {
+			/* a member ended: another may follow, once input is here */
+			if (zs.avail_in == 0) {
+				if (eof)
+					break;
+				continue;
+			}
 			if (zs.next_in[0] != 0x1f)
 				break;
 			inflateReset(&zs);
