@@ -523,6 +523,19 @@ static const uint64_t *user_frames(struct sampler *s, struct proc_state *p,
 	return chain;
 }
 
+/* Whether F can be no return address: one in the first page, the heap,
+ * a stack or a file's data is a frame-pointer chain gone astray, and
+ * nothing after it is a frame. Anonymous memory not executable when the
+ * mappings were read is kept: a JIT may have made it code since. */
+static bool not_code(const struct native_frame *f)
+{
+	if (f->addr < 4096)
+		return true;
+	if (!f->mapped || f->executable)
+		return false;
+	return f->in_file || strcmp(f->module, "[heap]") == 0 || strncmp(f->module, "[stack", 6) == 0;
+}
+
 /* How many of R's native frames (from the leaf) to keep: up to the first
  * that is no return address (in data, or the first page). With a Python
  * stack: those the thread called outside the interpreter (libc, an
@@ -537,10 +550,7 @@ static int native_kept(struct sampler *s, struct proc_state *p, const struct raw
 
 	for (int i = 0; i < n && i < SAMPLER_MAX_USER; i++) {
 		symbolizer_user(s->sym, r->pid, user[i], i > 0, &nf[i]);
-		/* a return address lies in code: one in data (the heap, a
-		 * stack) or in the first page is a frame-pointer chain gone
-		 * astray, and nothing after it is a frame */
-		if (i > 0 && ((nf[i].mapped && !nf[i].executable) || user[i] < 4096))
+		if (i > 0 && not_code(&nf[i]))
 			break;
 		if (with_python && (!nf[i].in_file || (nf[i].dev == p->py.interp_dev &&
 						       nf[i].ino == p->py.interp_ino)))

@@ -427,16 +427,18 @@ static void a_switch_in_ends_the_latest_switch_out(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* A frame-pointer chain that goes astray into data (a heap address, an
+/* A word of this program's data: a file's mapping, not executable. */
+static uint64_t data_word = 1;
+
+/* A frame-pointer chain that goes astray into data (a file's data, an
  * address in the first page) is cut there: nothing from it on is a
  * frame. The leaf and the frame before the stray one stay. */
 static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 {
 	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[256], line[1024] = "", cmd[128];
 	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
-	uint64_t *heap = malloc(64);
 	const uint64_t code = (uint64_t)(uintptr_t)went_off + 8;
-	uint64_t into_heap[] = { code, code, (uint64_t)(uintptr_t)heap, code, code },
+	uint64_t into_data[] = { code, code, (uint64_t)(uintptr_t)&data_word, code, code },
 		 into_page0[] = { code, code, code, 0x6, code };
 	struct raw_sample r = { .kind = PROFILE_ON_CPU, .weight_ns = 10, .pid = getpid(),
 				.tid = getpid(), .py_status = PY_WALK_NOT_PYTHON, .n_user = 5 };
@@ -445,14 +447,12 @@ static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 	int rows = 0;
 	(void)state;
 
-	assert_non_null(heap);
 	assert_non_null(mkdtemp(dir));
 	if (sampler_open(&s, &c) != 0) {
 		rmdir(dir);
-		free(heap);
 		skip(); /* perf_event_open refused (not root?); said on stderr */
 	}
-	r.user = into_heap;
+	r.user = into_data;
 	sampler_add(s, &r);
 	r.user = into_page0;
 	sampler_add(s, &r);
@@ -469,7 +469,6 @@ static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 		for (const char *p = frames; *p; p++)
 			n += *p == ';';
 		assert_true(n == 2 || n == 3);
-		assert_null(strstr(frames, "[heap]"));
 		assert_null(strstr(frames, "+0x6"));
 		rows++;
 	}
@@ -477,7 +476,6 @@ static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 	assert_int_equal(rows, 2);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
-	free(heap);
 }
 
 /* ---- BPF's sample records ---------------------------------------------- */
