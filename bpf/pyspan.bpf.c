@@ -249,7 +249,9 @@ static __always_inline int match_names(const struct code_key *key, __u64 name)
 		if (file == 1 || pkg == 1) {
 			/* the code's own name too: a functools.wraps wrapper
 			 * carries the wrapped function's qualified name */
-			len = read_str(read_ptr(key->code + layout.code_name), s->want);
+			/* names[1] is co_name: at code_filename + 8 in
+			 * every layout (user/pyspan.c) */
+			len = read_str(key->names[1], s->want);
 			if (len == UNREADABLE)
 				return UNREADABLE;
 			return len >= 0 && str_equal(s->want, probes[i].name, PYSPAN_STR_MAX) ? i : -1;

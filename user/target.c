@@ -141,7 +141,13 @@ static void exec_error(const char *file, int e, char *err, size_t errlen)
 			line[0] = '\0';
 		fclose(f);
 	}
-	line[strcspn(line, "\r\n")] = '\0';
+	if (line[0] == '#' && line[1] == '!' && strchr(line, '\r')) {
+		snprintf(err, errlen, "cannot run %s: its first line ends in a carriage return "
+			 "(DOS line ends), which the kernel takes as part of the interpreter's "
+			 "name: convert it with dos2unix", file);
+		return;
+	}
+	line[strcspn(line, "\n")] = '\0';
 	if (line[0] == '#' && line[1] == '!')
 		snprintf(err, errlen, "cannot run %s: the interpreter its first line names (%s) "
 			 "does not exist", file, line);

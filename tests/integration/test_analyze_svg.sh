@@ -37,6 +37,10 @@ if [ $rc1 -eq 0 ] && [ ! -L "$T_TMP/link.svg" ] && [ "$(cat "$T_TMP/victim.txt")
 	[ "$(cat "$T_TMP/old.svg")" = OLD ] && grep -q "cannot write .*old.svg: File too large" "$T_TMP/err2" &&
 	! ls "$T_TMP" | grep -q '\.tmp-'
 then t_pass; else t_fail "rc $rc1/$rc2, victim $(cat "$T_TMP/victim.txt" | head -c 40), old $(head -c 40 "$T_TMP/old.svg"); $(cat "$T_TMP/err1" "$T_TMP/err2")"; fi
+mkdir -p "$T_TMP/taken.svg"
+expect_error "svg_taken: a directory where the chart goes is refused before the analysis" 1 \
+	"--svg $T_TMP/taken.svg names a directory: give a file name" \
+	-- "$PMETRICS" analyze --svg "$T_TMP/taken.svg" "$T_TMP/export.jsonl"
 expect_error "svg_dir: --svg naming a directory is refused before the analysis" 1 \
 	"--svg $T_TMP/ names a directory: give a file name" -- "$PMETRICS" analyze --svg "$T_TMP/" "$T_TMP/export.jsonl"
 

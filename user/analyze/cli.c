@@ -338,12 +338,15 @@ static bool svg_dir_writable(const char *svg)
 	return access(dir, W_OK) == 0;
 }
 
-/* Whether PATH's last component is no file name ("out/", ".", ".."). */
+/* Whether PATH names a directory: by its last component ("out/", ".",
+ * "..") or as it is now. */
 static bool names_directory(const char *path)
 {
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct stat st;
 
-	return !*base || !strcmp(base, ".") || !strcmp(base, "..");
+	return !*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+	       (lstat(path, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
 static int run(struct cli *c)

@@ -120,17 +120,19 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 		bool joined = false;
 
 		/* --format=svg as well as --format svg */
-		if (eq && (size_t)(eq - a) < sizeof(name)) {
+		if (eq && eq > a + 2 && (size_t)(eq - a) < sizeof(name)) {
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - a), a);
 			a = name;
 			val = eq + 1;
 			joined = true;
 		}
 
-		if (options && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
+		if (options && !joined && (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)) {
 			usage(stdout);
 			return 0;
 		}
+		if (eq && eq == a + 2) /* "--=x" names no option */
+			return usage_error("report", "unknown option '%s'", cli_printable(a));
 		if (options && strcmp(a, "--") == 0) {
 			options = false;
 			continue;
@@ -248,7 +250,8 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
 /* Every output is built and staged before any file is replaced, so
  * input that one of them cannot take (a span file the timeline cannot
  * read), or a file that cannot be written, leaves an earlier report's
- * files as they were, all of them. */
+ * files as they were, all of them. Only a rename failing after others
+ * (a same-directory rename: not seen in practice) would leave a mix. */
 static int write_outputs(const struct report_opts *o, const struct profile *p)
 {
 	enum { N = sizeof(formats) / sizeof(formats[0]) };
