@@ -802,12 +802,22 @@ int resolve_binary(const struct target_view *v, const char *binary, struct resol
 	}
 	if (binary[0] == '/')
 		return resolve_path(v, binary, out, err, errlen);
-	/* a relative path is taken from here, as a shell would */
+	/* a relative path is taken from here, as a shell would: only
+	 * where the target sees the same root */
 	if (strchr(binary, '/')) {
 		char abs[PATH_MAX];
+		struct stat ours, theirs;
 
+		if (v->pid && (stat("/", &ours) != 0 || stat(v->root, &theirs) != 0 ||
+			       ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino)) {
+			snprintf(err, errlen, "binary %s: a relative path, and process %d has another "
+				 "root (a container?): give the path as it sees it, from /", binary,
+				 (int)v->pid);
+			return -1;
+		}
 		if (!realpath(binary, abs)) {
-			snprintf(err, errlen, "binary %s: %s", binary, strerror(errno));
+			snprintf(err, errlen, "binary %s: %s (a relative path is taken from the "
+				 "working directory)", binary, strerror(errno));
 			return -1;
 		}
 		return resolve_path(v, abs, out, err, errlen);

@@ -46,10 +46,14 @@ struct resolved_file {
 };
 
 /* A probe's BINARY: "" is the executable; an absolute path is that path
- * in the target's view; else a file name or soname ("libc.so.6", or
- * "libfoo.so" for libfoo.so.1.2), first among the process's mappings,
- * then where ld.so would find it. Returns 0, or -1 with a one-line
- * reason in err. */
+ * in the target's view (for a running target, the file it maps there,
+ * even one replaced on disk since); a relative path is taken from the
+ * working directory, where the target has our root; else a file name
+ * or soname ("libc.so.6", or "libfoo.so" for libfoo.so.1.2), or a
+ * command's own executable name, first among the process's mappings,
+ * then where ld.so would find it. Sets not_mapped for a running target
+ * that does not map the file. Returns 0, or -1 with a one-line reason
+ * in err. */
 int resolve_binary(const struct target_view *v, const char *binary, struct resolved_file *out,
 		   char *err, size_t errlen);
 

@@ -106,6 +106,32 @@ expect_error "a FIFO over the target's ld.so.cache: not waited on, the library i
 kill -KILL "$NS_PID" 2>/dev/null
 wait "$NS_PID" 2>/dev/null
 
+# ---- a relative probe path and a target under another root ---------------
+# A relative path is read from pmetrics' working directory, which says
+# nothing of a chroot's files: refused, naming the form to give.
+cat >"$T_TMP/chroot-ns.sh" <<'SH'
+set -e
+progs=$1 pidfile=$2
+root=$(mktemp -d)
+mkdir -p "$root/bin"
+cp "$progs/spanprog" "$root/bin/"
+for lib in $(ldd "$progs/spanprog" | grep -o '/[^ ]*'); do
+	mkdir -p "$root$(dirname "$lib")" && cp "$lib" "$root$lib"
+done
+echo $$ >"$pidfile"
+exec chroot "$root" /bin/spanprog loop 10
+SH
+nsrun "$T_TMP/chroot-ns.sh" "$PROGS"
+if [ -n "$NS_PID" ]; then
+	(cd "$PROGS" && expect_error "a relative probe path, target under another root: refused, naming the form" 1 \
+		"binary ./spanprog: a relative path, and process $NS_PID has another root \(a container\?\): give the path as it sees it, from /" \
+		-x "$T_TMP/never-rel" -- "$PMETRICS" record -o "$T_TMP/never-rel" -d 200ms --pid "$NS_PID" --probe S=./spanprog:pm_sleep_ms)
+	kill -KILL "$NS_PID" 2>/dev/null
+	wait "$NS_PID" 2>/dev/null
+else
+	t_begin "a relative probe path, target under another root"; t_skip "no chroot could be made"
+fi
+
 # ---- a library replaced on disk while mapped ----------------------------
 # replaced_library NAME BINARY: a running libprog whose library is renamed
 # over after it mapped it; probed by BINARY (a file name, or a path under
