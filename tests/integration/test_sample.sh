@@ -406,10 +406,11 @@ short_python_unnamed() {
 	out=$(fresh_dir)
 	capture "py_short" "$out" -- --sample=999 -- "$py" -c 'sum(range(5 * 10**6))' || return
 	t_begin "py_short.unnamed_counted: the summary counts the samples shown unnamed"
-	want=$(awk -F, 'NR == FNR { if ($2 ~ /\[unknown Python frame\]/) bad[$1] = 1; next }
-		bad[$7] { n++ } END { print n + 0 }' "$out/profile_stacks" "$out/profile_samples")
+	want=$(awk -F, 'NR == FNR { if ($0 ~ /\[unknown Python frame\]/) bad[$1] = 1; next }
+		bad[$NF] { n++ } END { print n + 0 }' "$out/profile_stacks" "$out/profile_samples")
 	said=$(sed -n 's/^ *profile: \([0-9]*\) samples with \[unknown Python frame\]s.*/\1/p' "$out.err")
-	if [ "${said:-0}" -eq "$want" ]; then t_pass
+	if [ "$want" -eq 0 ]; then t_skip "every frame was named this time (a fast machine): nothing to count"
+	elif [ "${said:-0}" -eq "$want" ]; then t_pass
 	else t_fail "summary says ${said:-nothing}, $want samples have unnamed frames"; fi
 }
 

@@ -141,7 +141,7 @@ replaced_library() {
 	mkdir -p "$dir"
 	cp "$LIBPROG" "$PROGS/libspanlib.so.1" "$dir/"
 	"$dir/libprog" -w "$dir/go" 5 3 & target=$!
-	sleep 0.3
+	for _ in $(seq 100); do grep -q "$dir/libspanlib" "/proc/$target/maps" 2>/dev/null && break; sleep 0.05; done
 	cp "$PROGS/libspanlib.so.1" "$dir/new.so" && mv "$dir/new.so" "$dir/libspanlib.so.1"
 	out=$(fresh_dir)
 	if pm_start -o "$out" --pid "$target" --probe "LIB=${binary//@DIR@/$dir}:spanlib_compute"; then
