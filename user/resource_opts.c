@@ -97,7 +97,8 @@ static int parse_filters(const char *v, struct resource_opts *opts, char *err, s
 	return 0;
 }
 
-/* Python float(): surrounding whitespace allowed, nothing else after. */
+/* Python float(): surrounding whitespace allowed, nothing else after,
+ * and no hexadecimal, which strtod() would read but float() refuses. */
 static int parse_seconds(const char *v, bool allow_suffix, double *out)
 {
 	char *end;
@@ -105,7 +106,7 @@ static int parse_seconds(const char *v, bool allow_suffix, double *out)
 
 	while (isspace((unsigned char)*v))
 		v++;
-	if (!*v)
+	if (!*v || strpbrk(v, "xX"))
 		return -1;
 	d = strtod(v, &end);
 	if (end == v)

@@ -102,6 +102,7 @@ static void bad_env_values_are_rejected(void **state)
 	expect_env_rejected(ENV "REFRESH_INTERVAL", "ten", "a number");
 	expect_env_rejected(ENV "REFRESH_INTERVAL", "10s", "a number"); /* env: float() only */
 	expect_env_rejected(ENV "REFRESH_INTERVAL", "nan", "a number");
+	expect_env_rejected(ENV "REFRESH_INTERVAL", "0x10", "a number"); /* float() has no hex */
 	expect_env_rejected(ENV "STORAGE_DIR", "data/pm", "absolute");
 	expect_env_rejected(ENV "LOGGING_LEVEL", "info", "LOGGING_LEVEL must be one of");
 	expect_env_rejected(ENV "LOGGING_LEVEL", "VERBOSE", "LOGGING_LEVEL");
