@@ -454,7 +454,13 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	if (o->pid && o->command)
 		return usage("give either --pid or a command after --, not both");
 	if (!o->pid && !o->command && (!o->resources || o->n_probes || o->sample_hz || o->off_cpu))
-		return usage("no target: give --pid PID or -- COMMAND [ARGS...]");
+		return usage("no target: give --pid PID or -- COMMAND [ARGS...]%s",
+			     o->resources && (o->sample_hz || o->off_cpu) ?
+			     " (--resources alone samples the whole machine; --sample and "
+			     "--off-cpu need a target)" : "");
+	if (!o->pid && !o->command && !o->follow_children)
+		return usage("--no-children needs a target (--pid or a command): without one, "
+			     "--resources samples every process anyway");
 	if (o->n_probes == 0 && !o->resources && !o->sample_hz && !o->off_cpu)
 		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
 	if (o->python_hook != PYTHON_HOOK_DEFAULT && !has_python_probe(o))

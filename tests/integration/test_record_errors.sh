@@ -17,6 +17,9 @@ err "bad --duration" 2 "bad --duration '10': use a number with a unit" record -o
 err "duplicate STATE/TARGET" 2 "given twice" record -o "$out" --probe S=:f --probe S=:f -- true
 err "no target" 2 "no target: give --pid PID or -- COMMAND" record -o "$out" --probe S=:f
 err "no probes" 2 "no probes" record -o "$out" -- true
+err "--sample beside --resources without a target" 2 "no target: .*--sample and --off-cpu need a target" \
+	record -o "$out" --resources --sample
+err "--no-children without a target" 2 "--no-children needs a target" record -o "$out" --resources --no-children
 err "--pid twice" 2 "--pid given twice \\(1, then 2\\): one capture traces one process" record -o "$out" --pid 1 --pid 2 --probe S=:f
 err "both --pid and a command" 2 "either --pid or a command" record -o "$out" --pid 1 --probe S=:f -- true
 err "unknown option" 2 "unknown option --frobnicate" record --frobnicate
