@@ -89,26 +89,6 @@ int python_needed_libpython(const char *path, char *out, size_t len)
 	return elf_needed(path, "libpython", out, len);
 }
 
-/* Whether FILE starts with "#!": then LINE (SIZE bytes) holds the rest
- * of that line, its interpreter and argument, trimmed. */
-static bool is_script(const char *file, char *line, size_t size)
-{
-	char head[256];
-	ssize_t n;
-	int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	n = read(fd, head, sizeof(head) - 1);
-	close(fd);
-	if (n < 2 || head[0] != '#' || head[1] != '!')
-		return false;
-	head[n] = '\0';
-	head[strcspn(head, "\r\n")] = '\0';
-	snprintf(line, size, "%s", head + 2 + strspn(head + 2, " \t"));
-	return true;
-}
-
 /* Is FILE (NAME to the target) an interpreter we can hook: does it define
  * the frame evaluation? */
 static int check_cpython(const char *file, const char *name, char *err, size_t errlen)
@@ -116,9 +96,9 @@ static int check_cpython(const char *file, const char *name, char *err, size_t e
 	char suggest[8], why[512], shebang[256];
 	uint64_t off;
 	int rc, major, minor;
-	bool ft;
+	bool ft, cr;
 
-	if (is_script(file, shebang, sizeof(shebang))) {
+	if (whole_file_shebang(file, shebang, sizeof(shebang), &cr)) {
 		/* a Python script: run by its interpreter, named on the command
 		 * line; else a wrapper (a pyenv shim), whose Python is elsewhere */
 		if (strstr(shebang, "python"))

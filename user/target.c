@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "proc_stat.h"
+#include "whole_file.h"
 
 static int open_pidfd(pid_t pid)
 {
@@ -128,29 +129,21 @@ static const char *not_runnable(const char *file)
  * dynamic loader an executable for another system names. */
 static void exec_error(const char *file, int e, char *err, size_t errlen)
 {
-	char line[256] = "";
-	FILE *f;
+	char shebang[256];
+	bool cr, script;
 
 	if (e != ENOENT || access(file, F_OK) != 0) {
 		snprintf(err, errlen, "cannot run %s: %s", file, strerror(e));
 		return;
 	}
-	f = fopen(file, "re");
-	if (f) {
-		if (!fgets(line, sizeof(line), f))
-			line[0] = '\0';
-		fclose(f);
-	}
-	if (line[0] == '#' && line[1] == '!' && strchr(line, '\r')) {
+	script = whole_file_shebang(file, shebang, sizeof(shebang), &cr);
+	if (script && cr)
 		snprintf(err, errlen, "cannot run %s: its first line ends in a carriage return "
 			 "(DOS line ends), which the kernel takes as part of the interpreter's "
 			 "name: convert it with dos2unix", file);
-		return;
-	}
-	line[strcspn(line, "\n")] = '\0';
-	if (line[0] == '#' && line[1] == '!')
-		snprintf(err, errlen, "cannot run %s: the interpreter its first line names (%s) "
-			 "does not exist", file, line);
+	else if (script)
+		snprintf(err, errlen, "cannot run %s: the interpreter its first line names "
+			 "(#!%s) does not exist", file, shebang);
 	else
 		snprintf(err, errlen, "cannot run %s: the dynamic loader it names does not exist "
 			 "(built for another system? file %s says which)", file, file);
