@@ -141,8 +141,9 @@ static int resolve_path(struct analysis *a, const char *arg, char **path, char *
 	return 0;
 }
 
-/* Hands decoded bytes to the reader their first ones choose; -1 when
- * that reader cannot start, -3 when they are binary data. */
+/* Hands decoded bytes to the reader their first ones choose; -2 when
+ * that reader cannot start, -3 when they are binary data (pump()'s
+ * codes). */
 static int deliver(struct input *in, const char *buf, size_t len)
 {
 	size_t skip = 0;
@@ -165,7 +166,7 @@ static int deliver(struct input *in, const char *buf, size_t len)
 		if (k == KIND_UNKNOWN)
 			return 0; /* only white space so far */
 		if (start_reader(in, k))
-			return -1;
+			return -2;
 	}
 	push(in, buf + skip, len - skip);
 	return 0;
@@ -234,10 +235,8 @@ static int pump_gzip(struct input *in, int fd, unsigned char *ibuf, size_t have,
 		zs.avail_out = CHUNK;
 		zrc = inflate(&zs, Z_NO_FLUSH);
 		out_full = zs.avail_out == 0;
-		if (CHUNK - zs.avail_out && (rc = deliver(in, obuf, CHUNK - zs.avail_out)) != 0) {
-			rc = rc == -3 ? -3 : -2;
+		if (CHUNK - zs.avail_out && (rc = deliver(in, obuf, CHUNK - zs.avail_out)) != 0)
 			break;
-		}
 		if (zrc == Z_DATA_ERROR || zrc == Z_MEM_ERROR || zrc == Z_NEED_DICT) {
 			*why = zs.msg ? zs.msg : "corrupt data";
 			rc = -1;
@@ -268,7 +267,7 @@ static int pump(struct input *in, int fd, unsigned char *ibuf, char *obuf, const
 		int rc = deliver(in, (const char *)ibuf, have);
 
 		if (rc)
-			return rc == -3 ? -3 : -2;
+			return rc;
 		n = read_some(fd, ibuf, CHUNK);
 		if (n < 0) {
 			*why = strerror(errno);
