@@ -33,6 +33,15 @@ struct output_dir {
 	int n_created;
 };
 
+/* How a message names the way to write elsewhere: record's -o DIR,
+ * unless the command writes through another option. */
+static const char *elsewhere = "-o DIR";
+
+void output_dir_name_option(const char *option)
+{
+	elsewhere = option;
+}
+
 /* Every directory this process has open: one handle per path. */
 static struct output_dir *open_dirs;
 
@@ -111,8 +120,8 @@ static int open_walking(struct output_dir *d, char *err, size_t errlen)
 	snprintf(todo, sizeof(todo), "%s", d->path);
 	cur = open(absolute ? "/" : ".", WALK_FLAGS);
 	if (cur < 0) {
-		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
-			 d->path, strerror(errno));
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with %s",
+			 d->path, strerror(errno), elsewhere);
 		return -1;
 	}
 	for (;;) {
@@ -125,14 +134,14 @@ static int open_walking(struct output_dir *d, char *err, size_t errlen)
 			break;
 		if (n > NAME_MAX) {
 			snprintf(err, errlen, "output path %s has a component longer than %d bytes; "
-				 "pick another with -o DIR", d->path, NAME_MAX);
+				 "pick another with %s", d->path, NAME_MAX, elsewhere);
 			goto fail;
 		}
 		memcpy(name, todo + start, n);
 		name[n] = '\0';
 		if (!walked_path(walked, absolute, name, here)) {
 			snprintf(err, errlen, "output path %s is too long once its symlinks are "
-				 "followed; pick another with -o DIR", d->path);
+				 "followed; pick another with %s", d->path, elsewhere);
 			goto fail;
 		}
 		if (strcmp(name, ".") == 0) {
@@ -161,14 +170,14 @@ static int open_walking(struct output_dir *d, char *err, size_t errlen)
 			if (errno == EEXIST)
 				continue; /* made by someone else meanwhile */
 			snprintf(err, errlen, "cannot create output directory %s: %s; pick another "
-				 "with -o DIR", here, strerror(errno));
+				 "with %s", here, strerror(errno), elsewhere);
 			goto fail;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			if (!trusted_symlink(cur, &st)) {
 				snprintf(err, errlen, "refusing output directory %s: %s is a symlink in a "
 					 "directory others can write to; remove it or give the real "
-					 "directory with -o DIR", d->path, here);
+					 "directory with %s", d->path, here, elsewhere);
 				goto fail;
 			}
 			k = readlinkat(cur, name, link, sizeof(link));
@@ -198,15 +207,15 @@ static int open_walking(struct output_dir *d, char *err, size_t errlen)
 		if (!S_ISDIR(st.st_mode)) {
 			if (todo[start + n + strspn(todo + start + n, "/")])
 				snprintf(err, errlen, "cannot create output directory %s: %s is not a "
-					 "directory; pick another with -o DIR", d->path, here);
+					 "directory; pick another with %s", d->path, here, elsewhere);
 			else
 				snprintf(err, errlen, "output path %s is not a directory; pick another "
-					 "with -o DIR", here);
+					 "with %s", here, elsewhere);
 			goto fail;
 		}
 cannot_open:
-		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
-			 here, strerror(e));
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with %s",
+			 here, strerror(e), elsewhere);
 		goto fail;
 	}
 	/* the directory itself, open for reading as before the walk */
@@ -214,13 +223,13 @@ cannot_open:
 	e = errno;
 	close(cur);
 	if (d->fd < 0) {
-		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with -o DIR",
-			 d->path, strerror(e));
+		snprintf(err, errlen, "cannot open output directory %s: %s; pick another with %s",
+			 d->path, strerror(e), elsewhere);
 		return -1;
 	}
 	if (faccessat(d->fd, ".", W_OK, AT_EACCESS) != 0) {
 		snprintf(err, errlen, "output directory %s is not writable (%s); "
-			 "pick another with -o DIR", d->path, strerror(errno));
+			 "pick another with %s", d->path, strerror(errno), elsewhere);
 		return -1;
 	}
 	return 0;
@@ -292,7 +301,7 @@ struct output_dir *output_dir_open(const char *path, char *err, size_t errlen)
 
 	if (len == 0 || len >= sizeof(key) || cli_has_control_char(path)) {
 		snprintf(err, errlen, "output directory name is empty, too long or holds a "
-			 "control character; pick another with -o DIR");
+			 "control character; pick another with %s", elsewhere);
 		return NULL;
 	}
 	memcpy(key, path, len + 1);
@@ -341,7 +350,7 @@ static void refuse(char *err, size_t errlen, const struct output_dir *d, const c
 
 	output_dir_file_path(d, name, path, sizeof(path));
 	snprintf(err, errlen, "refusing to write %s: %s; remove it or pick another "
-		 "directory with -o DIR", path, why);
+		 "directory with %s", path, why, elsewhere);
 }
 
 /* What is wrong with the file ST describes, or NULL when it is a regular
@@ -428,7 +437,7 @@ static void locked_by_other(char *err, size_t errlen, const struct output_dir *d
 		snprintf(who, sizeof(who), " (PID %d)", pid);
 	output_dir_file_path(d, name, path, sizeof(path));
 	snprintf(err, errlen, "%s is being written by another pmetrics%s; stop it, or give "
-		 "this capture another directory with -o DIR", path, who);
+		 "this capture another directory with %s", path, who, elsewhere);
 }
 
 /* What is wrong with the open file FD, in WHY, or false when nothing. */

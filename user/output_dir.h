@@ -34,6 +34,9 @@ void output_dir_close(struct output_dir *d);
  * the directories this process created, when they are empty. */
 void output_dir_discard(struct output_dir *d);
 const char *output_dir_path(const struct output_dir *d);
+/* The option messages name as the way to write elsewhere: "-o DIR"
+ * unless a command that writes through another says so first. */
+void output_dir_name_option(const char *option);
 /* DIR/NAME, for messages. */
 void output_dir_file_path(const struct output_dir *d, const char *name, char *buf, size_t size);
 

@@ -318,6 +318,12 @@ static void control_characters_in_the_path_are_refused(void **state)
 	assert_non_null(strstr(f->err, "control character"));
 	assert_null(strchr(f->err, '\n'));
 	assert_string_equal(listing(f), "");
+	/* the way to write elsewhere is record's -o DIR, or as a command says */
+	assert_non_null(strstr(f->err, "pick another with -o DIR"));
+	output_dir_name_option("--svg FILE");
+	assert_null(output_dir_open(bad, f->err, sizeof(f->err)));
+	output_dir_name_option("-o DIR");
+	assert_non_null(strstr(f->err, "pick another with --svg FILE"));
 }
 
 /* F->dir/NAME made as a directory of exactly MODE (no umask). */

@@ -235,18 +235,6 @@ static void draw_chart(FILE *out, const struct version_result *r, size_t n,
 	fputs("</svg>\n", out);
 }
 
-/* The output directory's messages name record's -o DIR as the way to
- * write elsewhere; here that way is --svg. */
-static void name_svg_option(char *err, size_t size)
-{
-	char *at = strstr(err, "-o DIR"), rest[PATH_MAX + 256];
-
-	if (!at)
-		return;
-	snprintf(rest, sizeof(rest), "%s", at + strlen("-o DIR"));
-	snprintf(at, size - (size_t)(at - err), "--svg FILE%s", rest);
-}
-
 /* The chart is drawn in memory and then replaces PATH whole (written
  * beside it, then renamed; a symlink at PATH is replaced, not followed),
  * so a failed write leaves an earlier chart as it was. */
@@ -276,14 +264,13 @@ int report_write_svg(const char *path, const struct version_result *r, size_t n,
 		goto done;
 	}
 	out = NULL;
+	output_dir_name_option("--svg FILE");
 	d = output_dir_open(dir, err, sizeof(err));
 	if (d && output_dir_replace(d, base, buf, len, &was_new, &id, err, sizeof(err)) == 0)
 		rc = 0;
 done:
-	if (rc) {
-		name_svg_option(err, sizeof(err));
+	if (rc)
 		fprintf(stderr, "pmetrics: analyze: %s\n", err);
-	}
 	if (out)
 		fclose(out);
 	if (d)
