@@ -837,6 +837,9 @@ int sampler_open(struct sampler **out, const struct sampler_config *c)
 		return -1;
 	}
 	setup_matches(s);
+	/* before the target runs: the sampler's first moments are when a
+	 * launched program's children exec */
+	symbolizer_load_kernel(s->sym);
 	ret = c->use_bpf ? bpf_source_open(&s->src, s) : perf_source_open(&s->src, s);
 	if (ret) {
 		sampler_discard(s);

@@ -4,6 +4,7 @@
 #include "array_grow.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ struct proc_entry {
 
 struct kernel_sym {
 	uint64_t addr;
-	char *name;
+	size_t name_at; /* in ksym_names */
 };
 
 struct symbolizer {
@@ -63,6 +64,7 @@ struct symbolizer {
 	struct proc_entry *procs;
 	size_t n_procs, cap_procs;
 	struct kernel_sym *ksyms;
+	char *ksym_names; /* one text, each name NUL-ended */
 	size_t n_ksyms;
 	bool ksyms_read;
 };
@@ -460,39 +462,90 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* /proc/kallsyms in one buffer: it reports size 0, so it is read to its
+ * end in growing chunks. NULL (*LEN 0) when unreadable. */
+static char *read_proc_text(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
+	ssize_t got = 1;
+
+	*len = 0;
+	if (fd < 0)
+		return NULL;
+	while (got > 0) {
+		if (cap - n < 65536 && !array_grow((void **)&buf, &cap, n + 1 + 65536, 1))
+			break;
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			got = 1;
+		else
+			n += got > 0 ? (size_t)got : 0;
+	}
+	close(fd);
+	if (buf)
+		buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* The function symbols of the kernel text, read before the first kernel
+ * frame needs one, as early as the sampler opens: over 100k lines take
+ * tens of milliseconds even so (a Cortex-A53 several times that), and a
+ * sampler busy reading them is late for a traced process's exec, whose
+ * new interpreter the BPF walk must be told. Parsed by hand, every kept
+ * name moved to the front of the one buffer that was read: no sscanf()
+ * and no allocation per symbol. */
 static void read_kallsyms(struct symbolizer *s)
 {
-	FILE *f = fopen("/proc/kallsyms", "re");
-	char line[512];
-	size_t cap = 0;
+	size_t len, cap = 0, packed = 0;
+	char *text = read_proc_text("/proc/kallsyms", &len), *line = text, *names;
 
 	s->ksyms_read = true;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long addr;
-		char type, name[256];
+	while (line && line < text + len) {
+		char *end = strchr(line, '\n'), *name, *name_end, *after;
+		unsigned long long addr = strtoull(line, &after, 16);
+		/* "ADDRESS TYPE NAME[\t[MODULE]]" */
+		char type = after[0] == ' ' && after[1] && after[2] == ' ' ? after[1] : 0;
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr ||
-		    (type != 't' && type != 'T' && type != 'w' && type != 'W'))
+		end = end ? end : text + len;
+		name = after + 3;
+		name_end = name < end ? name + strcspn(name, " \t\n") : name;
+		if (after == line || !addr || name_end == name ||
+		    (type != 't' && type != 'T' && type != 'w' && type != 'W')) {
+			line = end + 1;
 			continue;
+		}
 		if (!array_grow((void **)&s->ksyms, &cap, s->n_ksyms + 1, sizeof(*s->ksyms)))
 			break;
 		s->ksyms[s->n_ksyms].addr = addr;
-		s->ksyms[s->n_ksyms].name = strdup(name);
-		if (s->ksyms[s->n_ksyms].name)
-			s->n_ksyms++;
+		s->ksyms[s->n_ksyms++].name_at = packed;
+		memmove(text + packed, name, (size_t)(name_end - name));
+		packed += (size_t)(name_end - name);
+		text[packed++] = '\0';
+		line = end + 1;
 	}
-	fclose(f);
+	if (!packed) {
+		free(text);
+		return;
+	}
+	names = realloc(text, packed);
+	s->ksym_names = names ? names : text;
 	qsort(s->ksyms, s->n_ksyms, sizeof(*s->ksyms), by_addr);
+}
+
+void symbolizer_load_kernel(struct symbolizer *s)
+{
+	if (!s->ksyms_read)
+		read_kallsyms(s);
 }
 
 const char *symbolizer_kernel(struct symbolizer *s, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
-	if (!s->ksyms_read)
-		read_kallsyms(s);
+	symbolizer_load_kernel(s);
 	hi = s->n_ksyms;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -502,7 +555,7 @@ const char *symbolizer_kernel(struct symbolizer *s, uint64_t addr)
 		else
 			hi = mid;
 	}
-	return lo ? s->ksyms[lo - 1].name : NULL;
+	return lo ? s->ksym_names + s->ksyms[lo - 1].name_at : NULL;
 }
 
 /* ---- life cycle ----------------------------------------------------------- */
@@ -522,8 +575,7 @@ void symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->n_procs; i++)
 		drop_maps(&s->procs[i]);
 	free(s->procs);
-	for (size_t i = 0; i < s->n_ksyms; i++)
-		free(s->ksyms[i].name);
+	free(s->ksym_names);
 	free(s->ksyms);
 	free(s);
 }

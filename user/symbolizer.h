@@ -40,6 +40,9 @@ void symbolizer_free(struct symbolizer *s);
  * what is named. OUT->function stays valid until symbolizer_free(). */
 void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return_address,
 		     struct native_frame *out);
+/* Reads the kernel's function symbols now, not at the first kernel
+ * frame (they take tens of milliseconds: see symbolizer.c). */
+void symbolizer_load_kernel(struct symbolizer *s);
 /* The kernel function holding ADDR, or NULL (kallsyms unreadable). */
 const char *symbolizer_kernel(struct symbolizer *s, uint64_t addr);
 

@@ -17,6 +17,7 @@
 #include "sampler.h"
 #include "sampler_source.h"
 #include "sampler_unwind.h"
+#include "symbolizer.h"
 
 static char err[512];
 
@@ -643,6 +644,90 @@ static void a_short_register_set_gives_no_stack_copy(void **state)
 	assert_int_equal(r.stack_len, 0);
 }
 
+/* Kernel function symbols as /proc/kallsyms lists them, read here the
+ * plain way (sscanf): every text symbol's address and the byte after it
+ * name it or another symbol at that address (aliases), in the kernel's
+ * modules too. Needs root: addresses read as 0 otherwise. */
+struct listed_sym {
+	unsigned long long addr;
+	char *name;
+};
+
+static int by_listed_addr(const void *a, const void *b)
+{
+	const struct listed_sym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static bool listed_at(const struct listed_sym *l, size_t n, unsigned long long addr, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n && l[lo].addr == addr; lo++)
+		if (strcmp(l[lo].name, name) == 0)
+			return true;
+	return false;
+}
+
+static void kernel_symbols_as_kallsyms_lists_them(void **state)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	struct listed_sym *l = NULL;
+	size_t n = 0, cap = 0, in_modules = 0;
+	struct symbolizer *sym;
+	char line[1024];
+	(void)state;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[600];
+
+		if (sscanf(line, "%llx %c %599s", &addr, &type, name) != 3 || !addr || strchr("tTwW", type) == NULL)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			l = realloc(l, cap * sizeof(*l));
+			assert_non_null(l);
+		}
+		l[n].addr = addr;
+		l[n].name = strdup(name);
+		assert_non_null(l[n++].name);
+		in_modules += strchr(line, '[') != NULL;
+	}
+	fclose(f);
+	if (n == 0)
+		skip(); /* addresses hidden: not root */
+	qsort(l, n, sizeof(*l), by_listed_addr);
+	sym = symbolizer_new();
+	assert_non_null(sym);
+	symbolizer_load_kernel(sym);
+	for (size_t i = 0; i < n; i++) {
+		const char *at = symbolizer_kernel(sym, l[i].addr);
+
+		assert_non_null(at);
+		if (!listed_at(l, n, l[i].addr, at))
+			fail_msg("0x%llx: %s, kallsyms lists %s there", l[i].addr, at, l[i].name);
+		if (i + 1 < n && l[i + 1].addr > l[i].addr + 1)
+			assert_ptr_equal(symbolizer_kernel(sym, l[i].addr + 1), at);
+	}
+	assert_null(symbolizer_kernel(sym, l[0].addr - 1));
+	print_message("%zu kernel function symbols, %zu of modules\n", n, in_modules);
+	symbolizer_free(sym);
+	for (size_t i = 0; i < n; i++)
+		free(l[i].name);
+	free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +754,7 @@ int main(void)
 		cmocka_unit_test(what_overruns_the_record_is_dropped_with_what_follows),
 		cmocka_unit_test(too_many_returns_mean_another_layout),
 		cmocka_unit_test(a_short_register_set_gives_no_stack_copy),
+		cmocka_unit_test(kernel_symbols_as_kallsyms_lists_them),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
