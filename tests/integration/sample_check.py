@@ -23,6 +23,9 @@ by one of pmetrics report.
         prints how many processes have samples with frame NAME
     sample_check.py with_python DIR KIND MIN_PCT
         at least MIN_PCT % of KIND samples' weight has Python frames
+    sample_check.py evaluating DIR MIN_PCT
+        at least MIN_PCT % of the on-CPU samples running Python code have
+        Python frames (the others show _PyEval_EvalFrameDefault instead)
     sample_check.py called_out DIR NAME REGEX MIN_PCT
         of the on-CPU samples in frame NAME, at least MIN_PCT % hold a
         frame matching REGEX further in (a native function it called)
@@ -152,6 +155,26 @@ def with_python(d, kind, min_pct):
     return 0 if pct >= float(min_pct) else 1
 
 
+def evaluating(d, min_pct):
+    """Python frames replace the evaluation loop's native frames they
+    stand for, so a stack still holding one ran Python code unseen."""
+    python = blind = 0
+    for _, kind, _, _, stack in load(d):
+        if kind != "on-cpu":
+            continue
+        if any(f.endswith(")") and " (" in f for f in stack):
+            python += 1
+        elif "_PyEval_EvalFrameDefault" in stack:
+            blind += 1
+    if not python + blind:
+        print("no on-CPU sample running Python code")
+        return 1
+    pct = 100.0 * python / (python + blind)
+    print("%s%d of %d on-CPU samples running Python code (%.1f%%) have Python frames" % (
+        "BAD " if pct < float(min_pct) else "", python, python + blind, pct))
+    return 0 if pct >= float(min_pct) else 1
+
+
 def on_cpu_in(d, name):
     """The on-CPU stacks holding a frame named NAME, each with where its
     first such frame is."""
@@ -217,6 +240,8 @@ def main():
         return pids(d, args[0])
     if cmd == "with_python":
         return with_python(d, *args)
+    if cmd == "evaluating":
+        return evaluating(d, *args)
     if cmd == "called_out":
         return called_out(d, *args)
     if cmd == "above":
