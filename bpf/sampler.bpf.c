@@ -569,6 +569,7 @@ static __always_inline void say_process(__u32 type, __u32 tgid)
 	}
 	r->type = type;
 	r->pid = tgid;
+	r->mono_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 

@@ -96,6 +96,7 @@ struct sampler_switch_in {
 struct sampler_process {
 	__u32 type;           /* SAMPLER_REC_EXEC or SAMPLER_REC_EXIT */
 	__u32 pid;
+	__u64 mono_ns;        /* when (bpf_ktime_get_ns()) */
 };
 
 /* Loss counters of the BPF side, per CPU: X(NAME, what they are). */

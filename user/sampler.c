@@ -7,12 +7,14 @@
 #include "sampler_source.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -22,6 +24,7 @@
 #include "span_event.h"
 #include "pyspan_config.h"
 #include "python_probe.h"
+#include "resource_procfs.h"
 #include "sampler_unwind.h"
 #include "symbolizer.h"
 #include "wall_clock.h"
@@ -247,6 +250,52 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
 	}
 }
 
+/* PID's command line as the resource series' command column has it,
+ * else "[comm]" (a kernel thread; a zombie); "" when it is gone. */
+static void process_command(pid_t pid, char *out, size_t size)
+{
+	char path[64], raw[PROFILE_COMMAND_MAX], comm[32];
+	ssize_t len = -1;
+	int fd;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		len = read(fd, raw, sizeof(raw));
+		close(fd);
+	}
+	if (len > 0) {
+		resource_format_command(raw, (size_t)len, out, size);
+		if (out[0])
+			return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	len = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	comm[len] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	snprintf(out, size, "[%s]", comm);
+}
+
+/* A profile_processes row: PID runs what it runs now from MONO_NS on. */
+static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns)
+{
+	char command[PROFILE_COMMAND_MAX + 1];
+
+	if (s->cfg.held && pid == s->cfg.pid)
+		return; /* still pmetrics, before the exec */
+	process_command(pid, command, sizeof(command));
+	if (command[0])
+		profile_writer_process(s->w, wall_clock_from_mono(&s->clock, mono_ns),
+				       (uint32_t)pid, command);
+}
+
 /* A new process, not looked at yet; NULL without memory. */
 static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
 {
@@ -258,6 +307,7 @@ static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->first_seen_ns = now;
+	note_process(s, pid, now);
 	s->procs_seen++;
 	if (s->n_procs > s->procs_most)
 		s->procs_most = s->n_procs;
@@ -316,7 +366,7 @@ void sampler_exit(struct sampler *s, pid_t pid)
 		*p = s->procs[--s->n_procs];
 }
 
-void sampler_exec(struct sampler *s, pid_t pid)
+void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns)
 {
 	struct proc_state *p = find_proc(s, pid);
 
@@ -325,7 +375,9 @@ void sampler_exec(struct sampler *s, pid_t pid)
 	symbolizer_forget(s->sym, pid);
 	python_names_forget(s->names, pid);
 	unwinder_forget(s->unw, pid);
-	if (!p)
+	if (p)
+		note_process(s, pid, mono_ns);
+	else
 		p = new_proc(s, pid, monotonic_ns());
 	if (!p)
 		return;
@@ -846,6 +898,7 @@ int sampler_open(struct sampler **out, const struct sampler_config *c)
 		return -1;
 	}
 	/* the target as it is now (a launched one is looked at after exec) */
+	wall_clock_sync(&s->clock);
 	if (c->pid > 0)
 		sampler_proc(s, c->pid);
 	*out = s;

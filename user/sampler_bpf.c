@@ -118,7 +118,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	} else if (*type == SAMPLER_REC_EXEC && size >= sizeof(struct sampler_process)) {
 		const struct sampler_process *e = data;
 
-		sampler_exec(b->s, (pid_t)e->pid);
+		sampler_exec(b->s, (pid_t)e->pid, e->mono_ns);
 	} else if (*type == SAMPLER_REC_EXIT && size >= sizeof(struct sampler_process)) {
 		const struct sampler_process *e = data;
 

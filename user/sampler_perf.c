@@ -363,7 +363,7 @@ static void on_record(struct perf_source *p, const struct perf_event_header *h)
 			    (p->last_exec_pid != pid || p->last_exec_time != time)) {
 				p->last_exec_pid = pid;
 				p->last_exec_time = time;
-				sampler_exec(p->s, (pid_t)pid);
+				sampler_exec(p->s, (pid_t)pid, time);
 			}
 		}
 		break;

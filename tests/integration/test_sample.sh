@@ -21,7 +21,7 @@
 # - a single-threaded program's on-CPU and off-CPU time add up to its run
 #   time; the waits of a launched interpreter have Python stacks from its
 #   first one, and an interpreter it starts has Python frames from its
-#   first Python code;
+#   first Python code; report names each process in a root frame;
 # - native code a Python function calls (zlib's libz) shows under it, and
 #   the kernel's frames under a C function whose CPU time is the kernel's;
 # - a libpython stripped as the robot's image strips it names the same
@@ -379,7 +379,25 @@ exec_child_python() {
 		capture "py_exec_child.$way" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
 			"$py" "$PROG" child 3 || continue
 		expect_check "py_exec_child.$way.python" evaluating "$out" 98.5
+		process_roots "py_exec_child.$way" "$out" "$(basename "$py")"
 	done
+}
+
+# process_roots NAME OUT PROGRAM: report's folded stacks of a capture of
+# sample_prog.py child start with one root frame per process, naming it
+# as "pid N: PROGRAM sample_prog.py-path MODE SECONDS", the parent's
+# "child 3", the child's "burn 3.0"; and the timeline names them so.
+process_roots() {
+	local name="$1" out="$2" prog="$3" roots
+	t_begin "$name.roots: a root frame names each process"
+	if ! "$PMETRICS" report "$out" --format folded,trace -o "$out/report" >/dev/null 2>"$out/report.err"; then
+		t_fail "report failed: $(tail -n 1 "$out/report.err")"; return
+	fi
+	roots=$(cut -d';' -f1 "$out/report/profile.folded" | sed 's/^pid [0-9]*: /pid N: /' | sort -u | tr '\n' '|')
+	if [ "$roots" = "pid N: $prog $PROG burn 3.0|pid N: $prog $PROG child 3|" ] &&
+		[ "$(grep -o '"name":"pid [0-9]*: [^"]*"' "$out/report/trace.json" | sed 's/pid [0-9]*:/pid N:/' | sort -u | tr '\n' '|')" = \
+			"\"name\":\"pid N: $prog $PROG burn 3.0\"|\"name\":\"pid N: $prog $PROG child 3\"|" ]
+	then t_pass; else t_fail "roots: $roots"; fi
 }
 
 # A shell that runs 30 short burners one after another, by both ways: each

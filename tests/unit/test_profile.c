@@ -2,7 +2,8 @@
 /* The profile capture: writer -> reader round trip (a torn last row, a
  * damaged stack row, a corrupt stack id), aggregation and the span and
  * kind filters with exact counts, the folded output byte for byte, frame
- * forms, rows pmetrics does not write, the outputs' escapes. */
+ * forms, rows pmetrics does not write, the outputs' escapes, the
+ * processes' rows and the root frames that name them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -537,6 +538,113 @@ static void escapes_drop_xml_nonchars(void **state)
 	out_free(&b);
 }
 
+/* The writer's process rows: control bytes as '?', cut at
+ * PROFILE_COMMAND_MAX; the reader takes a sample's process as its pid's
+ * last row from before the sample, else its first. */
+static void process_rows(void **state)
+{
+	char *dir = make_dir(), err[256], long_cmd[PROFILE_COMMAND_MAX + 50], frame[PROFILE_PROCESS_FRAME_MAX];
+	static const char *const st[] = { "main" };
+	struct profile_writer *w = profile_writer_open(dir, err, sizeof(err));
+	struct profile p;
+	uint64_t id;
+	size_t len;
+	(void)state;
+
+	assert_non_null(w);
+	memset(long_cmd, 'x', sizeof(long_cmd) - 1);
+	long_cmd[sizeof(long_cmd) - 1] = '\0';
+	profile_writer_process(w, 500, 100, "/bin/sh -c run\tthis");
+	profile_writer_process(w, 1500, 100, "/usr/bin/python3 -m server; x");
+	profile_writer_process(w, 700, 200, long_cmd);
+	assert_int_equal(profile_writer_stack(w, st, 1, &id), 0);
+	for (uint64_t t = 1000; t <= 2000; t += 500) {
+		struct profile_sample s = { .time_ns = t, .pid = 100, .tid = 100, .stack_id = id };
+
+		assert_int_equal(profile_writer_sample(w, &s), 0);
+	}
+	struct profile_sample early = { .time_ns = 100, .pid = 200, .tid = 200, .stack_id = id };
+	struct profile_sample other = { .time_ns = 100, .pid = 300, .tid = 300, .stack_id = id };
+	assert_int_equal(profile_writer_sample(w, &early), 0);
+	assert_int_equal(profile_writer_sample(w, &other), 0);
+	assert_int_equal(profile_writer_close(w), 0);
+	assert_string_equal(read_file(dir, "profile_processes_headers"), "time_ns,pid,command");
+	char *rows = read_file(dir, "profile_processes");
+	assert_memory_equal(rows, "500,100,/bin/sh -c run?this\n1500,100,/usr/bin/python3 -m server; x\n",
+			    strlen("500,100,/bin/sh -c run?this\n1500,100,/usr/bin/python3 -m server; x\n"));
+	assert_int_equal(strlen(strrchr(rows, ',') + 1), PROFILE_COMMAND_MAX + 1); /* and "\n" */
+
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.n_processes, 3);
+	/* by time: 100 (pid 200), 100 (pid 300), 1000, 1500, 2000 (pid 100) */
+	assert_int_equal(p.samples[0].pid, 200);
+	assert_int_not_equal(p.samples[0].process, PROFILE_NO_PROCESS); /* its only row, from later */
+	assert_int_equal(p.samples[1].process, PROFILE_NO_PROCESS);
+	profile_process_frame(&p, 100, p.samples[2].process, frame, &len);
+	assert_string_equal(frame, "pid 100: sh -c run?this");
+	assert_int_equal(len, strlen(frame));
+	profile_process_frame(&p, 100, p.samples[3].process, frame, &len);
+	assert_string_equal(frame, "pid 100: python3 -m server? x");
+	profile_process_frame(&p, 100, p.samples[4].process, frame, &len);
+	assert_string_equal(frame, "pid 100: python3 -m server? x");
+	profile_process_frame(&p, 300, p.samples[1].process, frame, &len);
+	assert_string_equal(frame, "pid 300");
+	profile_process_frame(&p, 200, p.samples[0].process, frame, &len);
+	assert_int_equal(len, PROFILE_PROCESS_FRAME_MAX - 1);
+	assert_string_equal(frame + len - 6, "xxx...");
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+/* Samples of more than one process get a root frame naming theirs, in
+ * every output; the samples of one process keep their stacks as they
+ * are, also when a filter keeps one process's samples only. */
+static void process_roots(void **state)
+{
+	char *dir = make_dir(), err[256], rows[512] = "", samples[1024] = "", row[256];
+	struct out_buf b = { 0 };
+	struct profile p;
+	(void)state;
+
+	stack_row(row, sizeof(row), "main;work");
+	strcat(rows, row);
+	stack_row(row, sizeof(row), "main;wait_[k]");
+	strcat(rows, row);
+	for (int i = 0; i < 3; i++) {
+		snprintf(row, sizeof(row), "%d,10,10,on-cpu,10,,%s\n", 100 + i, id_of("main;work"));
+		strcat(samples, row);
+	}
+	snprintf(row, sizeof(row), "200,20,21,on-cpu,10,IN,%s\n", id_of("main;work"));
+	strcat(samples, row);
+	snprintf(row, sizeof(row), "210,20,21,off-cpu,500,IN,%s\n", id_of("main;wait_[k]"));
+	strcat(samples, row);
+	write_file(dir, "profile_stacks", rows, "w");
+	write_file(dir, "profile_samples", samples, "w");
+	write_file(dir, "profile_processes", "50,10,/opt/srv/bin/server --port 1\n"
+					      "150,20,[kworker/0:1]\n", "w");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_true(p.by_process);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "pid 10: server --port 1;main;work 3\n"
+				 "pid 20: [kworker/0:1];main;wait_[k] 1\n"
+				 "pid 20: [kworker/0:1];main;work 1\n");
+	out_free(&b);
+	/* again: the same made stacks, none made twice */
+	size_t stacks = p.n_stacks;
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(p.n_stacks, stacks);
+	const char *in[] = { "IN" };
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = in, .n_states = 1,
+		.kind = -1 }), 0);
+	assert_false(p.by_process);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "main;wait_[k] 1\nmain;work 1\n");
+	out_free(&b);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +661,8 @@ int main(void)
 		cmocka_unit_test(decimal_fields),
 		cmocka_unit_test(foreign_rows),
 		cmocka_unit_test(escapes_drop_xml_nonchars),
+		cmocka_unit_test(process_rows),
+		cmocka_unit_test(process_roots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The profile capture format: the contract between the sampler (which
  * writes it through profile_writer.h) and pmetrics report (which reads it
- * through profile_model.h). Three CSV files in the capture directory,
+ * through profile_model.h). Four CSV files in the capture directory,
  * next to the span and resource files, each with its _headers file, in
  * the context layout (bare fields, quoted only when needed, "\n"):
  *
@@ -26,6 +26,15 @@
  *       What was lost while sampling, as increments: a reader sums count
  *       per reason. Reasons are the PROFILE_LOSSES names below; a reader
  *       shows a reason it does not know by its name.
+ *   profile_processes  time_ns,pid,command
+ *       Which program a process runs from time_ns on: a row when the
+ *       sampler first sees the process, another after each exec it sees.
+ *       command: its command line as the resource series' command column
+ *       has it (arguments joined by single spaces), or "[NAME]" (its
+ *       comm) when it has none, at most PROFILE_COMMAND_MAX bytes. A
+ *       process that ended before the sampler looked has no row. Captures
+ *       written before this file existed lack it: a reader names such a
+ *       process by its pid alone.
  *
  * Frames are text: a resolved native function as its name ("main",
  * "std::vector<int>::push_back"); an unresolved one as
@@ -44,6 +53,8 @@
 #define PROFILE_STACKS_FILE "profile_stacks"
 #define PROFILE_SAMPLES_FILE "profile_samples"
 #define PROFILE_LOST_FILE "profile_lost"
+#define PROFILE_PROCESSES_FILE "profile_processes"
+#define PROFILE_COMMAND_MAX 1024
 
 #define PROFILE_FRAME_SEP ';'
 #define PROFILE_SPAN_SEP '|'

@@ -4,6 +4,7 @@
 #include "csv_reader.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,114 @@ static int load_losses(const char *dir, struct profile *p, char *err, size_t err
 	return 0;
 }
 
+static int process_cmp(const void *a, const void *b)
+{
+	const struct profile_process *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+static int add_process(struct profile *p, const struct csv_record *r)
+{
+	struct profile_process pr;
+	uint64_t t;
+	long cmd;
+
+	if (r->n != 3 || parse_i64_range(r->field[0], r->len[0], &t) ||
+	    parse_u32(r->field[1], r->len[1], &pr.pid) || r->len[2] == 0)
+		return 1;
+	if (p->n_processes % 64 == 0) {
+		struct profile_process *n =
+			realloc(p->processes, (p->n_processes + 64) * sizeof(*n));
+
+		if (!n)
+			return -1;
+		p->processes = n;
+	}
+	cmd = intern_add(&p->commands, r->field[2], r->len[2]);
+	if (cmd < 0)
+		return -1;
+	pr.time_ns = t;
+	pr.command = (uint32_t)cmd;
+	p->processes[p->n_processes++] = pr;
+	return 0;
+}
+
+/* profile_processes, when the capture has one (older ones do not). */
+static int load_processes(const char *dir, struct profile *p, char *err, size_t errlen)
+{
+	struct csv_data d;
+	struct csv_record r;
+	int rc = csv_data_load(dir, PROFILE_PROCESSES_FILE, &d, err, errlen);
+
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	p->torn_rows += d.torn_bytes > 0;
+	while (csv_data_next(&d, &r)) {
+		rc = add_process(p, &r);
+		if (rc < 0) {
+			csv_data_free(&d);
+			snprintf(err, errlen, "out of memory reading %s", d.path);
+			return -1;
+		}
+		p->bad_rows += (uint64_t)rc;
+	}
+	csv_data_free(&d);
+	if (p->n_processes)
+		qsort(p->processes, p->n_processes, sizeof(*p->processes), process_cmp);
+	return 0;
+}
+
+uint32_t profile_process_at(const struct profile *p, uint32_t pid, uint64_t time_ns)
+{
+	size_t lo = 0, hi = p->n_processes, at;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->processes[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == p->n_processes || p->processes[lo].pid != pid)
+		return PROFILE_NO_PROCESS;
+	for (at = lo; at + 1 < p->n_processes && p->processes[at + 1].pid == pid &&
+		      p->processes[at + 1].time_ns <= time_ns;
+	     at++)
+		;
+	return (uint32_t)at;
+}
+
+void profile_process_frame(const struct profile *p, uint32_t pid, uint32_t process, char *buf,
+			   size_t *len)
+{
+	const char *cmd = process == PROFILE_NO_PROCESS ? NULL : p->commands.str[p->processes[process].command];
+	int n;
+
+	/* the program by its file name, as ps and top show it (not a
+	 * thread's "[comm]", which may hold a '/') */
+	for (const char *c = cmd; c && *cmd != '[' && *c && *c != ' '; c++)
+		if (*c == '/' && c[1] && c[1] != ' ')
+			cmd = c + 1;
+	n = snprintf(buf, PROFILE_PROCESS_FRAME_MAX, "pid %" PRIu32 "%s", pid, cmd ? ": " : "");
+	size_t at = (size_t)n, room = PROFILE_PROCESS_FRAME_MAX - 4; /* "...", NUL */
+
+	for (; cmd && *cmd && at < room; cmd++) {
+		unsigned char ch = (unsigned char)*cmd;
+
+		buf[at++] = ch == PROFILE_FRAME_SEP || ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	if (cmd && *cmd) {
+		memcpy(buf + at, "...", 3);
+		at += 3;
+	}
+	buf[at] = '\0';
+	*len = at;
+}
+
 static int sample_cmp(const void *a, const void *b)
 {
 	const struct profile_sample_rec *x = a, *y = b;
@@ -347,6 +456,8 @@ static void profile_init(struct profile *p)
 	u64map_init(&p->stack_by_id);
 	intern_init(&p->states);
 	intern_init(&p->span_set_texts);
+	intern_init(&p->commands);
+	u64map_init(&p->rooted);
 }
 
 int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
@@ -362,13 +473,15 @@ int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	if (load_stacks(dir, p, err, errlen) || load_samples(p, &d, err, errlen) ||
-	    load_losses(dir, p, err, errlen)) {
+	    load_losses(dir, p, err, errlen) || load_processes(dir, p, err, errlen)) {
 		csv_data_free(&d);
 		return -1;
 	}
 	csv_data_free(&d);
 	if (p->n_samples) /* qsort() wants a real array, even of none */
 		qsort(p->samples, p->n_samples, sizeof(*p->samples), sample_cmp);
+	for (size_t i = 0; i < p->n_samples; i++)
+		p->samples[i].process = profile_process_at(p, p->samples[i].pid, p->samples[i].time_ns);
 	return 0;
 }
 
@@ -385,6 +498,9 @@ void profile_free(struct profile *p)
 	free(p->losses);
 	free(p->samples);
 	free(p->aggs);
+	free(p->processes);
+	intern_free(&p->commands);
+	u64map_free(&p->rooted);
 	intern_free(&p->frames);
 	intern_free(&p->stack_texts);
 	u64map_free(&p->stack_by_id);
@@ -417,6 +533,67 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 	return (int)x->kind - (int)y->kind;
 }
 
+/* The stack of S's process root frame and S's frames; -1 when out of
+ * memory. Made once per root and stack, kept for later selections. */
+static long rooted_stack(struct profile *p, const struct profile_sample_rec *s)
+{
+	char root[PROFILE_PROCESS_FRAME_MAX], *text;
+	size_t len, stack_len = p->stack_texts.len[p->stacks[s->stack].text];
+	long r, at;
+	uint64_t key, id;
+
+	profile_process_frame(p, s->pid, s->process, root, &len);
+	r = intern_add(&p->frames, root, len);
+	if (r < 0)
+		return -1;
+	key = (uint64_t)r << 32 | s->stack;
+	at = u64map_get(&p->rooted, key);
+	if (at >= 0)
+		return at;
+	text = malloc(len + 1 + stack_len + 1);
+	if (!text)
+		return -1;
+	memcpy(text, root, len);
+	text[len] = PROFILE_FRAME_SEP;
+	memcpy(text + len + 1, p->stack_texts.str[p->stacks[s->stack].text], stack_len);
+	id = profile_stack_id(text, len + 1 + stack_len);
+	at = u64map_get(&p->stack_by_id, id);
+	if (at < 0) {
+		at = (long)p->n_stacks;
+		if (add_stack(p, id, text, len + 1 + stack_len))
+			at = -1;
+	}
+	free(text);
+	if (at >= 0 && u64map_put(&p->rooted, key, (uint32_t)at))
+		at = -1;
+	return at;
+}
+
+/* Marks the samples F keeps, counts them; whether they are of more
+ * than one process. */
+static bool mark_kept(struct profile *p, const struct profile_filter *f, const long *want,
+		      size_t n_want)
+{
+	bool first = true, several = false;
+	uint32_t pid = 0;
+
+	for (size_t i = 0; i < p->n_samples; i++) {
+		struct profile_sample_rec *s = &p->samples[i];
+
+		s->kept = (f->kind < 0 || (int)s->kind == f->kind) &&
+			  (n_want == 0 || in_states(&p->span_sets[s->span_set], want, n_want));
+		if (!s->kept)
+			continue;
+		p->kept++;
+		p->kept_count[s->kind]++;
+		p->kept_weight[s->kind] = add_held(p->kept_weight[s->kind], s->weight_ns);
+		several |= !first && s->pid != pid;
+		pid = s->pid;
+		first = false;
+	}
+	return several;
+}
+
 int profile_select(struct profile *p, const struct profile_filter *f)
 {
 	long want[64];
@@ -436,21 +613,21 @@ int profile_select(struct profile *p, const struct profile_filter *f)
 	p->aggs = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*p->aggs));
 	if (!p->aggs)
 		goto out;
+	p->by_process = mark_kept(p, f, want, n_want);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		struct profile_sample_rec *s = &p->samples[i];
-		s->kept = (f->kind < 0 || (int)s->kind == f->kind) &&
-			  (n_want == 0 || in_states(&p->span_sets[s->span_set], want, n_want));
+		long stack = s->kept && p->by_process ? rooted_stack(p, s) : (long)s->stack;
+
 		if (!s->kept)
 			continue;
-		p->kept++;
-		p->kept_count[s->kind]++;
-		p->kept_weight[s->kind] = add_held(p->kept_weight[s->kind], s->weight_ns);
-		uint64_t key = (uint64_t)s->stack << 32 | (uint64_t)s->span_set << 1 | s->kind;
+		if (stack < 0)
+			goto out;
+		uint64_t key = (uint64_t)stack << 32 | (uint64_t)s->span_set << 1 | s->kind;
 		long a = u64map_get(&at, key);
 		if (a < 0) {
 			a = (long)p->n_aggs++;
-			p->aggs[a] = (struct profile_agg){ .stack = s->stack, .span_set = s->span_set,
-							   .kind = s->kind };
+			p->aggs[a] = (struct profile_agg){ .stack = (uint32_t)stack,
+							   .span_set = s->span_set, .kind = s->kind };
 			if (u64map_put(&at, key, (uint32_t)a))
 				goto out;
 		}

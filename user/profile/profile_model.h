@@ -25,10 +25,20 @@ struct profile_span_set {
 	uint32_t n;
 };
 
+/* What a process ran from time_ns on (a profile_processes row). */
+struct profile_process {
+	uint64_t time_ns;
+	uint32_t pid;
+	uint32_t command; /* index into commands */
+};
+
+#define PROFILE_NO_PROCESS UINT32_MAX
+
 struct profile_sample_rec {
 	uint64_t time_ns, weight_ns;
 	uint32_t pid, tid;
 	uint32_t stack, span_set; /* indices */
+	uint32_t process;         /* into processes, or PROFILE_NO_PROCESS */
 	enum profile_kind kind;
 	bool kept;                /* by the last profile_select() */
 };
@@ -57,6 +67,11 @@ struct profile {
 	size_t n_samples, cap_samples;
 	struct profile_loss_total *losses;
 	size_t n_losses;
+	struct intern commands;
+	struct profile_process *processes; /* by pid, then time */
+	size_t n_processes;
+	/* stacks made for the process roots: (root frame, stack) -> stack */
+	struct u64map rooted;
 	/* rows of the files left out: malformed rows, stack rows whose id
 	 * is not their hash, torn last rows; and stack rows kept with a
 	 * control character or an empty frame made '?' or PROFILE_NO_STACK */
@@ -64,10 +79,15 @@ struct profile {
 	/* after profile_select(): */
 	struct profile_agg *aggs; /* sorted by stack text, span set text, kind */
 	size_t n_aggs;
+	/* the kept samples are of more than one process: each aggregate's
+	 * stack is one made with a root frame naming its process
+	 * (profile_process_frame()) */
+	bool by_process;
 	uint64_t kept, kept_count[PROFILE_KINDS], kept_weight[PROFILE_KINDS];
 };
 
-/* Reads DIR's profile_stacks, profile_samples and profile_lost. Returns
+/* Reads DIR's profile_stacks, profile_samples, profile_lost and, where
+ * the capture has it, profile_processes. Returns
  * 0; 1 when DIR has no profile_samples (err says so); -1 with a one-line
  * reason in err (unreadable, or a sample naming a stack id that
  * profile_stacks does not hold: a corrupt capture). Malformed rows are
@@ -84,6 +104,19 @@ struct profile_filter {
 /* Marks the samples F keeps and aggregates them. Returns 0, or -1 when
  * out of memory. */
 int profile_select(struct profile *p, const struct profile_filter *f);
+
+/* The processes row of what PID ran at TIME_NS: its last row from
+ * before then, else its first (the sampler writes a process's row when
+ * it first sees it, which may be after its first samples were taken);
+ * PROFILE_NO_PROCESS when it has none. */
+uint32_t profile_process_at(const struct profile *p, uint32_t pid, uint64_t time_ns);
+/* "pid PID: COMMAND" of PROCESS, the program by its file name and the
+ * whole cut to PROFILE_PROCESS_FRAME_MAX - 1 bytes ending in "..." (a
+ * frame: ';' and control bytes as '?'); "pid PID" for
+ * PROFILE_NO_PROCESS. *LEN gets the length. */
+#define PROFILE_PROCESS_FRAME_MAX 160
+void profile_process_frame(const struct profile *p, uint32_t pid, uint32_t process, char *buf,
+			   size_t *len);
 
 /* Sum of the losses, and the total of one reason (0 when none). */
 uint64_t profile_lost_total(const struct profile *p);

@@ -19,6 +19,7 @@ static const char *const samples_header[] = {
 	"time_ns", "pid", "tid", "kind", "weight_ns", "spans", "stack_id",
 };
 static const char *const lost_header[] = { "time_ns", "reason", "count" };
+static const char *const processes_header[] = { "time_ns", "pid", "command" };
 
 /* A sample waiting for the next flush: its stack row must reach the
  * disk first. */
@@ -29,7 +30,7 @@ struct pending {
 };
 
 struct profile_writer {
-	struct csv_file *stacks, *samples, *lost;
+	struct csv_file *stacks, *samples, *lost, *processes;
 	struct u64map known;    /* stack ids already queued or written */
 	struct intern span_sets; /* "A|B" texts of the pending samples */
 	struct pending *pend;
@@ -59,7 +60,10 @@ struct profile_writer *profile_writer_open(const char *dir, char *err, size_t er
 	if (w->samples)
 		w->lost = csv_file_open(dir, PROFILE_LOST_FILE, lost_header, 3,
 					CSV_LAYOUT_CONTEXT, err, errlen);
-	if (!w->lost) {
+	if (w->lost)
+		w->processes = csv_file_open(dir, PROFILE_PROCESSES_FILE, processes_header, 3,
+					     CSV_LAYOUT_CONTEXT, err, errlen);
+	if (!w->processes) {
 		profile_writer_discard(w);
 		return NULL;
 	}
@@ -198,6 +202,22 @@ void profile_writer_lost(struct profile_writer *w, enum profile_loss reason, uin
 		w->losses[reason] += n;
 }
 
+void profile_writer_process(struct profile_writer *w, uint64_t time_ns, uint32_t pid,
+			    const char *command)
+{
+	size_t len = 0;
+
+	for (; command[len] && len < PROFILE_COMMAND_MAX; len++)
+		w->text[len] = (unsigned char)command[len] < 0x20 || command[len] == 0x7f ? '?' : command[len];
+	w->text[len] = '\0';
+	csv_row_begin(&w->row, CSV_LAYOUT_CONTEXT);
+	csv_row_u64(&w->row, time_ns);
+	csv_row_u64(&w->row, pid);
+	csv_row_str(&w->row, w->text);
+	csv_row_end(&w->row);
+	csv_file_append(w->processes, &w->row);
+}
+
 static void sample_row(struct profile_writer *w, const struct pending *p)
 {
 	char hex[PROFILE_STACK_ID_DIGITS + 1];
@@ -262,9 +282,10 @@ static int flush_losses(struct profile_writer *w)
 
 int profile_writer_flush(struct profile_writer *w)
 {
-	int ret = flush_samples(w), r = flush_losses(w);
+	int ret = flush_samples(w), r = flush_losses(w), q = csv_file_flush(w->processes);
 
-	return ret ? ret : r;
+	ret = ret ? ret : r;
+	return ret ? ret : q;
 }
 
 uint64_t profile_writer_samples_written(const struct profile_writer *w)
@@ -303,6 +324,8 @@ int profile_writer_close(struct profile_writer *w)
 	ret = ret ? ret : r;
 	r = csv_file_close(w->lost);
 	ret = ret ? ret : r;
+	r = csv_file_close(w->processes);
+	ret = ret ? ret : r;
 	writer_free(w);
 	return ret;
 }
@@ -311,6 +334,7 @@ void profile_writer_discard(struct profile_writer *w)
 {
 	if (!w)
 		return;
+	csv_file_discard(w->processes);
 	csv_file_discard(w->lost);
 	csv_file_discard(w->samples);
 	csv_file_discard(w->stacks);

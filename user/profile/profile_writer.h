@@ -6,6 +6,8 @@
  *   per sample:  profile_writer_stack(w, frames, n, &id)  (root first)
  *                profile_writer_sample(w, &sample)
  *   losses:      profile_writer_lost(w, PROFILE_LOSS_RINGBUF_FULL, n)
+ *   a process first seen, or after its exec:
+ *                profile_writer_process(w, time, pid, command)
  *   about once a second: profile_writer_flush(w)
  *   at the end:  profile_writer_close(w)   (after a failed start:
  *                profile_writer_discard(w))
@@ -37,8 +39,8 @@ struct profile_sample {
 	uint64_t stack_id;  /* from profile_writer_stack() */
 };
 
-/* Opens (creating when missing) DIR/profile_stacks, profile_samples and
- * profile_lost for appending, with their header files. NULL with a
+/* Opens (creating when missing) DIR/profile_stacks, profile_samples,
+ * profile_lost and profile_processes for appending, with their header files. NULL with a
  * one-line reason in err; what it created is removed again. */
 struct profile_writer *profile_writer_open(const char *dir, char *err, size_t errlen);
 
@@ -56,6 +58,11 @@ int profile_writer_stack(struct profile_writer *w, const char *const *frames, si
  * memory (counted as rows_not_written). Flushes by itself every 4096
  * samples. */
 int profile_writer_sample(struct profile_writer *w, const struct profile_sample *s);
+/* Queues a profile_processes row: PID runs COMMAND from TIME_NS on. A
+ * control character becomes '?'; the command is cut at
+ * PROFILE_COMMAND_MAX bytes. */
+void profile_writer_process(struct profile_writer *w, uint64_t time_ns, uint32_t pid,
+			    const char *command);
 /* Adds N to a loss counter (written at the next flush). */
 void profile_writer_lost(struct profile_writer *w, enum profile_loss reason, uint64_t n);
 /* Writes what is queued. Returns 0 or -errno (the first write error; rows

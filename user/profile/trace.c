@@ -250,7 +250,7 @@ static void thread_names(struct timeline *t)
 	const struct profile *p = t->p;
 	uint32_t *pids = malloc((p->n_samples ? p->n_samples : 1) * 2 * sizeof(*pids));
 	size_t n = 0;
-	char name[64];
+	char name[PROFILE_PROCESS_FRAME_MAX];
 
 	if (!pids) {
 		t->b->oom = true;
@@ -266,7 +266,10 @@ static void thread_names(struct timeline *t)
 	for (size_t i = 0; i < n; i++) {
 		bool new_pid = i == 0 || pids[2 * i] != pids[2 * i - 2];
 		if (new_pid) {
-			snprintf(name, sizeof(name), "pid %" PRIu32, pids[2 * i]);
+			size_t len;
+
+			profile_process_frame(p, pids[2 * i], profile_process_at(p, pids[2 * i], UINT64_MAX),
+					      name, &len);
 			meta(t, "process_name", pids[2 * i], 0, name);
 		}
 		if (new_pid || pids[2 * i + 1] != pids[2 * i - 1]) {
