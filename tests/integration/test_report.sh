@@ -242,6 +242,42 @@ if [ $rc -eq 1 ] && [ "$(wc -l <"$T_TMP/dir.err")" -eq 1 ] &&
 	! grep -q wrote "$T_TMP/dir.out" && ! ls "$HALF" | grep -q '\.tmp-' &&
 	sums_but_pprof | cmp -s - <(grep -v profile.pb.gz "$T_TMP/sums.before")
 then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/dir.out" "$T_TMP/dir.err" | head -c 600)"; fi
+# Two processes: a server (4242) and the analysis process it started
+# (4300, which exec'd a shell first): a root frame per process, the
+# program by its file name; --pid keeps one, whose stacks are then as
+# captured.
+TWO=$(fresh_dir)
+{
+	printf 'stack\tS\tmain\tserve\n'
+	printf 'stack\tA\t<module> (run.py:1)\t%s\n' "$A"
+	printf 'process\t%d\t4242\t/usr/bin/python3 -m robot_server\n' $T0
+	printf 'process\t%d\t4300\t/bin/sh -c analyze\n' $((T0 + 10 * PERIOD))
+	printf 'process\t%d\t4300\t/usr/bin/python3 -m robot_server.runs.run_process_entry_point\n' $((T0 + 12 * PERIOD))
+	for i in $(seq 0 19); do
+		printf 'sample\t%d\t4242\t4242\ton-cpu\t%d\t-\tS\n' $((T0 + i * PERIOD)) $PERIOD
+	done
+	printf 'sample\t%d\t4300\t4300\ton-cpu\t%d\t-\tS\n' $((T0 + 11 * PERIOD)) $PERIOD
+	for i in $(seq 12 19); do
+		printf 'sample\t%d\t4300\t4300\ton-cpu\t%d\tANALYZING_PROTOCOL\tA\n' $((T0 + i * PERIOD)) $PERIOD
+	done
+} | "$WRITER" "$TWO" >/dev/null
+t_begin "two processes: a root frame names each, and what each ran"
+"$PMETRICS" report "$TWO" --format folded,trace >"$T_TMP/two.out" 2>"$T_TMP/two.err"
+want="pid 4242: python3 -m robot_server;main;serve 20
+pid 4300: python3 -m robot_server.runs.run_process_entry_point;<module> (run.py:1);$A 8
+pid 4300: sh -c analyze;main;serve 1"
+if [ "$(cat "$TWO/profile.folded")" = "$want" ] &&
+	grep -q '"process_name","pid":4300,"tid":0,"args":{"name":"pid 4300: python3 -m robot_server.runs.run_process_entry_point"}' "$TWO/trace.json"
+then t_pass; else t_fail "$(cat "$TWO/profile.folded" "$T_TMP/two.err")"; fi
+t_begin "--pid 4300 keeps the analysis process's 9 samples, stacks as captured"
+"$PMETRICS" report "$TWO" --pid 4300 --format folded -o "$TWO/one" >"$T_TMP/one.out" 2>&1
+if [ "$(cat "$TWO/one/profile.folded")" = "<module> (run.py:1);$A 8
+main;serve 1" ] && grep -qx "9 samples (on-cpu 9, off-cpu 0) in 2 stacks, --pid 4300" "$T_TMP/one.out"
+then t_pass; else t_fail "$(cat "$TWO/one/profile.folded" "$T_TMP/one.out")"; fi
+expect_error "--pid of no sample: one line naming the processes there, exit 1" 1 \
+	"--pid 4301: no sample in .* is of process 4301 \(processes there: pid 4242: python3 -m robot_server, pid 4300: python3 -m robot_server.runs.run_process_entry_point\)$" \
+	-x "$T_TMP/none3" -- "$PMETRICS" report "$TWO" --pid 4301 -o "$T_TMP/none3"
+expect_error "bad --pid: exit 2" 2 "bad --pid '42x': give a process ID, e.g. --pid 4242" -- "$PMETRICS" report "$TWO" --pid 42x
 expect_error "unknown --format: exit 2" 2 "pmetrics report: unknown --format 'flame'" -- "$PMETRICS" report "$CAP" --format flame
 expect_error "unknown --span: one line naming the states there, exit 1" 1 \
 	"--span ANALYSING: no sample in .* was taken inside ANALYSING \(states there: ANALYZING_PROTOCOL, GETTING_CACHED_ANALYSIS\)" \

@@ -8,6 +8,7 @@
  *   sample TIME_NS PID TID KIND WEIGHT_NS SPANS NAME
  *                                SPANS: states joined by '|', or '-' for none
  *   lost REASON COUNT            a loss counter (ringbuf_full, ...)
+ *   process TIME_NS PID COMMAND  what PID runs from TIME_NS on
  *   flush
  *
  * Usage: profile_capture DIR < script. Prints "stacks N samples N" at the
@@ -92,6 +93,11 @@ static int command(struct profile_writer *w, char **f, int n)
 	}
 	if (strcmp(f[0], "lost") == 0 && n == 3 && loss_of(f[1]) >= 0) {
 		profile_writer_lost(w, (enum profile_loss)loss_of(f[1]), strtoull(f[2], NULL, 10));
+		return 0;
+	}
+	if (strcmp(f[0], "process") == 0 && n == 4) {
+		profile_writer_process(w, strtoull(f[1], NULL, 10), (uint32_t)strtoul(f[2], NULL, 10),
+				       f[3]);
 		return 0;
 	}
 	if (strcmp(f[0], "flush") == 0 && n == 1)

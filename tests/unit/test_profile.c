@@ -641,6 +641,15 @@ static void process_roots(void **state)
 	assert_int_equal(profile_folded(&p, &b), 0);
 	assert_string_equal(b.s, "main;wait_[k] 1\nmain;work 1\n");
 	out_free(&b);
+	/* --pid 10: its 3 samples, as captured */
+	static const uint32_t ten[] = { 10 };
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .pids = ten, .n_pids = 1,
+		.kind = -1 }), 0);
+	assert_false(p.by_process);
+	assert_int_equal(p.kept, 3);
+	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_string_equal(b.s, "main;work 3\n");
+	out_free(&b);
 	profile_free(&p);
 	remove_dir(dir);
 }

@@ -571,6 +571,14 @@ static long rooted_stack(struct profile *p, const struct profile_sample_rec *s)
 
 /* Marks the samples F keeps, counts them; whether they are of more
  * than one process. */
+static bool of_pids(const struct profile_filter *f, uint32_t pid)
+{
+	for (size_t i = 0; i < f->n_pids; i++)
+		if (f->pids[i] == pid)
+			return true;
+	return f->n_pids == 0;
+}
+
 static bool mark_kept(struct profile *p, const struct profile_filter *f, const long *want,
 		      size_t n_want)
 {
@@ -580,7 +588,7 @@ static bool mark_kept(struct profile *p, const struct profile_filter *f, const l
 	for (size_t i = 0; i < p->n_samples; i++) {
 		struct profile_sample_rec *s = &p->samples[i];
 
-		s->kept = (f->kind < 0 || (int)s->kind == f->kind) &&
+		s->kept = (f->kind < 0 || (int)s->kind == f->kind) && of_pids(f, s->pid) &&
 			  (n_want == 0 || in_states(&p->span_sets[s->span_set], want, n_want));
 		if (!s->kept)
 			continue;

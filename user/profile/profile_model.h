@@ -98,6 +98,8 @@ void profile_free(struct profile *p);
 struct profile_filter {
 	const char *const *states; /* keep samples inside any of these; none: all */
 	size_t n_states;
+	const uint32_t *pids;      /* keep samples of these processes; none: all */
+	size_t n_pids;
 	int kind;                  /* a profile_kind, or -1 for both */
 };
 

@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 
 #define MAX_SPANS 64
+#define MAX_PIDS 64
+/* Processes a --pid refusal lists */
+#define PIDS_LISTED 8
 
 enum report_format {
 	FMT_FOLDED = 1 << 0,
@@ -41,6 +44,8 @@ struct report_opts {
 	unsigned formats;
 	const char *spans[MAX_SPANS];
 	size_t n_spans;
+	uint32_t pids[MAX_PIDS];
+	size_t n_pids;
 	int kind;
 	char filter[1024];
 };
@@ -48,7 +53,8 @@ struct report_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-"Usage: pmetrics report DIR [--format FORMAT] [--span STATE]... [--kind KIND] [-o OUTDIR]\n"
+"Usage: pmetrics report DIR [--format FORMAT] [--span STATE]... [--pid PID]...\n"
+"                           [--kind KIND] [-o OUTDIR]\n"
 "\n"
 "Turns the profile in capture directory DIR (profile_samples, profile_stacks,\n"
 "profile_lost and profile_processes, written by record's sampler) into:\n"
@@ -66,6 +72,8 @@ static void usage(FILE *out)
 "Options:\n"
 "  --format F     folded, pprof, svg, trace or all (default), or a list: svg,pprof\n"
 "  --span STATE   only samples taken inside span STATE (repeatable: inside any)\n"
+"  --pid PID      only samples of process PID (repeatable: of any; the root\n"
+"                 frames of a report of several processes name their PIDs)\n"
 "  --kind K       on-cpu or off-cpu only (default: both)\n"
 "  -o OUTDIR      write there (created when missing) instead of into DIR\n"
 "  -h, --help     this text\n"
@@ -147,7 +155,7 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 			continue;
 		}
 		bool takes = strcmp(a, "--format") == 0 || strcmp(a, "--span") == 0 ||
-			     strcmp(a, "--kind") == 0 || strcmp(a, "-o") == 0;
+			     strcmp(a, "--pid") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "-o") == 0;
 		if (!takes)
 			return usage_error("report", "unknown option '%s'", cli_printable(a));
 		if (!val)
@@ -166,6 +174,16 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 				return usage_error("report", "at most %d --span", MAX_SPANS);
 			o->spans[o->n_spans++] = val;
 			append_filter(o, "--span", val);
+		} else if (strcmp(a, "--pid") == 0) {
+			uint64_t pid;
+
+			if (profile_decimal_parse(val, strlen(val), INT32_MAX, &pid) || pid == 0)
+				return usage_error("report", "bad --pid '%s': give a process ID, e.g. "
+						   "--pid 4242", cli_printable(val));
+			if (o->n_pids == MAX_PIDS)
+				return usage_error("report", "at most %d --pid", MAX_PIDS);
+			o->pids[o->n_pids++] = (uint32_t)pid;
+			append_filter(o, "--pid", val);
 		} else if (strcmp(a, "--kind") == 0) {
 			enum profile_kind k;
 			if (profile_kind_parse(val, strlen(val), &k))
@@ -221,6 +239,69 @@ static int check_spans(const struct report_opts *o, const struct profile *p)
 		}
 		cli_error("--span %s: no sample in %s was taken inside %s (%s%s)", o->spans[i],
 			  o->dir, o->spans[i], *have ? "states there: " : "no sample is inside any span",
+			  have);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static bool has_pid(const struct profile *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->n_samples; i++)
+		if (p->samples[i].pid == pid)
+			return true;
+	return false;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The processes of P's samples, the first PIDS_LISTED by pid as their
+ * root frames show them, into HAVE. */
+static void list_processes(const struct profile *p, char *have, size_t size)
+{
+	uint32_t *pids = malloc((p->n_samples ? p->n_samples : 1) * sizeof(*pids));
+	char frame[PROFILE_PROCESS_FRAME_MAX];
+	size_t n = 0, len = 0, listed = 0;
+
+	have[0] = '\0';
+	if (!pids)
+		return;
+	for (size_t i = 0; i < p->n_samples; i++)
+		pids[n++] = p->samples[i].pid;
+	if (n)
+		qsort(pids, n, sizeof(*pids), u32_cmp);
+	for (size_t i = 0, flen; i < n; i++) {
+		if (i > 0 && pids[i] == pids[i - 1])
+			continue;
+		if (listed++ == PIDS_LISTED)
+			break;
+		profile_process_frame(p, pids[i], profile_process_at(p, pids[i], UINT64_MAX), frame,
+				      &flen);
+		snprintf(have + len, size - len, "%s%s", len ? ", " : "", frame);
+		len += strlen(have + len);
+	}
+	if (listed > PIDS_LISTED)
+		snprintf(have + len, size - len, ", ...");
+	free(pids);
+}
+
+/* A --pid of which no sample was taken: one line naming the processes
+ * that are there. */
+static int check_pids(const struct report_opts *o, const struct profile *p)
+{
+	char have[1024];
+
+	for (size_t i = 0; i < o->n_pids; i++) {
+		if (has_pid(p, o->pids[i]))
+			continue;
+		list_processes(p, have, sizeof(have));
+		cli_error("--pid %" PRIu32 ": no sample in %s is of process %" PRIu32 " (%s%s)",
+			  o->pids[i], o->dir, o->pids[i], *have ? "processes there: " : "no sample at all",
 			  have);
 		return EXIT_RUNTIME;
 	}
@@ -330,7 +411,8 @@ static void print_summary(const struct report_opts *o, const struct profile *p)
 
 static int run(const struct report_opts *o)
 {
-	struct profile_filter f = { .states = o->spans, .n_states = o->n_spans, .kind = o->kind };
+	struct profile_filter f = { .states = o->spans, .n_states = o->n_spans, .pids = o->pids,
+				    .n_pids = o->n_pids, .kind = o->kind };
 	struct profile p;
 	char err[768];
 	struct stat st;
@@ -351,6 +433,8 @@ static int run(const struct report_opts *o)
 	}
 	warn_damage(o, &p);
 	rc = check_spans(o, &p);
+	if (rc == 0)
+		rc = check_pids(o, &p);
 	if (rc == 0 && profile_select(&p, &f)) {
 		cli_error("out of memory");
 		rc = EXIT_RUNTIME;
