@@ -1064,6 +1064,26 @@ const char *python_str(struct python_names *n, const struct python_proc *p, uint
 	return str_at(n, p, addr);
 }
 
+/* Reads the str at ADDR of P anew when a text is cached for it: that may
+ * be the text of a string freed since, whose memory now holds another
+ * (a module's code and names are freed once it has run). One that
+ * cannot be read now is cached as "", which names nothing. */
+static void str_reread(struct python_names *n, const struct python_proc *p, uint64_t addr)
+{
+	struct slot *s = addr ? table_slot(&n->strings, (uint64_t)p->pid, addr) : NULL;
+	char *text;
+
+	if (!s || !s->value)
+		return; /* not read yet: str_at() reads it */
+	text = read_str(p->pid, addr, &version_of(p->major, p->minor)->code);
+	if (!text)
+		text = strdup("");
+	if (!text)
+		return; /* out of memory */
+	free(s->value);
+	s->value = text;
+}
+
 #define SOURCE_MAX (64u << 20) /* a larger source goes unread */
 
 /* The source of FILE as P sees it (its root, its working directory for a
@@ -1119,7 +1139,8 @@ static const char *qualname_of(struct python_names *n, const struct python_proc 
 }
 
 /* The code entry of R, read again when the one cached is not R's code
- * object; NULL when the code object is not there any more. */
+ * object; NULL when the code object is not there any more (freed since
+ * the sample, its memory perhaps another's). */
 static struct code_entry *code_of(struct python_names *n, const struct python_proc *p,
 				  const struct py_frame_ref *r)
 {
@@ -1137,28 +1158,30 @@ static struct code_entry *code_of(struct python_names *n, const struct python_pr
 	if (s->value)
 		free_code(s->value);
 	table_set(&n->code, s, e);
-	return code_is(e, r) ? e : NULL;
+	if (!code_is(e, r))
+		return NULL;
+	/* alive, and holding its names: their texts are theirs now */
+	str_reread(n, p, r->name);
+	str_reread(n, p, r->filename);
+	return e;
 }
 
 int python_frame_name(struct python_names *n, const struct python_proc *p,
 		      const struct py_frame_ref *r, struct python_frame_text *out)
 {
 	const struct version_layout *v = version_of(p->major, p->minor);
-	const char *name = v ? str_at(n, p, r->name) : NULL;
-	const char *file = name ? str_at(n, p, r->filename) : NULL;
-	struct code_entry *e;
+	/* A code object freed before it was first named (a module's, once
+	 * it has run) is not named: the texts at its names' addresses may be
+	 * other strings' by now, and a wrong name is worse than none. */
+	struct code_entry *e = v ? code_of(n, p, r) : NULL;
+	const char *name = e ? str_at(n, p, r->name) : NULL;
+	const char *file = name && *name ? str_at(n, p, r->filename) : NULL;
 	uint32_t off = r->instr;
 
-	if (!file)
+	if (!file || !*file)
 		return -1;
-	e = code_of(n, p, r);
 	out->file = file;
 	out->qualname = v->code.qualname != PY_NO_FIELD ? name : qualname_of(n, p, e, r, name, file);
-	if (!e) {
-		/* freed since the sample (code run once): its first line */
-		out->line = r->firstlineno > 0 ? (unsigned)r->firstlineno : 0;
-		return 0;
-	}
 	if ((int32_t)off < 0)
 		off = 0; /* a frame not started yet */
 	switch (v->code.lines) {
