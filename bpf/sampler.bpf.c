@@ -67,6 +67,17 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } samples SEC(".maps");
 
+/* Set by the loader while it is naming code objects it has not seen
+ * (a Python program importing its modules): non-zero wakes it at every
+ * record, so that it reads a module's code while the module is still
+ * running, before its code and names are freed. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} wake_each_record SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SAMPLER_CNT_MAX);
@@ -209,6 +220,10 @@ static __always_inline void python_stack(struct sample_scratch *s, const struct 
 
 static __always_inline __u64 submit_flags(void)
 {
+	__u32 zero = 0, *each = bpf_map_lookup_elem(&wake_each_record, &zero);
+
+	if (each && *each)
+		return BPF_RB_FORCE_WAKEUP;
 	return bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 									  : BPF_RB_NO_WAKEUP;
 }

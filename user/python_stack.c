@@ -876,6 +876,7 @@ static void free_source(void *v)
 struct python_names {
 	struct table code, strings, sources;
 	char qualname[1024];
+	uint64_t code_reads;
 };
 
 struct python_names *python_names_new(void)
@@ -1064,6 +1065,11 @@ const char *python_str(struct python_names *n, const struct python_proc *p, uint
 	return str_at(n, p, addr);
 }
 
+uint64_t python_names_code_reads(const struct python_names *n)
+{
+	return n->code_reads;
+}
+
 /* Reads the str at ADDR of P anew when a text is cached for it: that may
  * be the text of a string freed since, whose memory now holds another
  * (a module's code and names are freed once it has run). One that
@@ -1155,6 +1161,7 @@ static struct code_entry *code_of(struct python_names *n, const struct python_pr
 	e = read_code(p, r->code);
 	if (!e)
 		return NULL;
+	n->code_reads++;
 	if (s->value)
 		free_code(s->value);
 	table_set(&n->code, s, e);

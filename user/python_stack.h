@@ -66,6 +66,9 @@ void python_names_forget(struct python_names *n, pid_t pid);
 /* The text of the str object at ADDR of P, read once; NULL when it
  * cannot be read. */
 const char *python_str(struct python_names *n, const struct python_proc *p, uint64_t addr);
+/* How many code objects N has read from targets so far: a count that
+ * grows while a program runs code it has not run before. */
+uint64_t python_names_code_reads(const struct python_names *n);
 /* Names frame R of P. Returns 0, or -1 when its code object cannot be
  * read (it was freed, or the process is gone). */
 int python_frame_name(struct python_names *n, const struct python_proc *p,

@@ -39,6 +39,9 @@
 #define EXEC_MAP_LOOK_NS 1000000L
 #define PROC_LOOK_EVERY_NS 50000000ull
 #define FLUSH_EVERY_NS 1000000000ull
+/* How long the source hands over each record at once after the sampler
+ * found an interpreter or read a code object it had not seen. */
+#define EAGER_FOR_NS 500000000ull
 #define FRAME_TEXT 512
 #define SPAN_MAX_STATES SPAN_MAX_PROBES
 #define MAX_FRAMES (SAMPLER_MAX_USER + SAMPLER_MAX_KERNEL + PY_MAX_FRAMES)
@@ -91,6 +94,9 @@ struct sampler {
 	atomic_bool stopping;
 	int write_error;
 	uint64_t last_flush_ns, stopped_ns;
+	/* eager: records handed over one by one, until eager_until_ns */
+	uint64_t code_reads_seen, eager_until_ns;
+	bool eager;
 
 	/* counts for the summary */
 	uint64_t on_cpu, off_cpu, with_python, procs_seen;
@@ -237,6 +243,7 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
 		python_proc_check_tid(&p->py);
 		if (s->src->ops->python_found)
 			s->src->ops->python_found(s->src, p);
+		s->eager_until_ns = now + EAGER_FOR_NS; /* its imports come */
 		cli_verbose(s->cfg.verbose, "process %d runs CPython %d.%d (%s): Python stacks on",
 			    (int)p->pid, p->py.major, p->py.minor, p->py.interp_name);
 	} else if (ret == -ENOENT || ret == -ESRCH) {
@@ -811,12 +818,33 @@ static void flush(struct sampler *s)
 	s->last_flush_ns = monotonic_ns();
 }
 
+/* A module's code object, and its names, are freed once the module has
+ * run: a sample of an import is named only if the sampler reads it
+ * before then. So while code objects it has not seen come (a program
+ * starting, importing), the source hands over each record at once
+ * rather than in batches up to 100 ms apart. */
+static void update_eager(struct sampler *s)
+{
+	uint64_t reads = python_names_code_reads(s->names), now = monotonic_ns();
+	bool eager;
+
+	if (reads != s->code_reads_seen) {
+		s->code_reads_seen = reads;
+		s->eager_until_ns = now + EAGER_FOR_NS;
+	}
+	eager = now < s->eager_until_ns;
+	if (eager != s->eager && s->src->ops->eager)
+		s->src->ops->eager(s->src, eager);
+	s->eager = eager;
+}
+
 static void *run(void *arg)
 {
 	struct sampler *s = arg;
 
 	while (!atomic_load(&s->stopping)) {
-		s->src->ops->poll(s->src, 100);
+		update_eager(s);
+		s->src->ops->poll(s->src, s->eager ? 10 : 100);
 		wall_clock_sync(&s->clock);
 		if (monotonic_ns() - s->last_flush_ns >= FLUSH_EVERY_NS)
 			flush(s);
@@ -930,9 +958,9 @@ void sampler_summary(const struct sampler *s, FILE *out)
 	fprintf(out, ", %llu with Python frames; taken by %s\n", (unsigned long long)s->with_python,
 		s->cfg.use_bpf ? "BPF" : "perf_event_open");
 	if (s->python_unnamed)
-		fprintf(out, "  profile: %llu samples with [unknown Python frame]s: their names were "
-			"read after their process had exited (a process shorter than about 1 s, or "
-			"its last moments), or could not be read\n",
+		fprintf(out, "  profile: %llu samples with [unknown Python frame]s: their code was "
+			"freed before it was named (a module's, once it has run; a process shorter "
+			"than about 1 s, or its last moments), or could not be read\n",
 			(unsigned long long)s->python_unnamed);
 	if (s->procs_seen > 1)
 		fprintf(out, "  profile: %llu processes seen, at most %zu held at once (an ended one is let go)\n",

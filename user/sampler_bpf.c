@@ -204,6 +204,17 @@ static void bpf_python_found(struct sample_source *src, const struct proc_state 
 			    "the sampler: %s", (int)p->pid, strerror(errno));
 }
 
+static void bpf_eager(struct sample_source *src, bool eager)
+{
+	struct bpf_source *b = (struct bpf_source *)src;
+	__u32 zero = 0, each = eager;
+
+	if (bpf_map__update_elem(bpf_object__find_map_by_name(b->obj, "wake_each_record"), &zero,
+				 sizeof(zero), &each, sizeof(each), BPF_ANY))
+		cli_verbose(sampler_config(b->s)->verbose, "cannot set the sampler's wakeups: %s",
+			    strerror(errno));
+}
+
 static void bpf_final_losses(struct sample_source *src)
 {
 	struct bpf_source *b = (struct bpf_source *)src;
@@ -233,6 +244,7 @@ static const struct sample_source_ops bpf_ops = {
 	.poll = bpf_poll,
 	.stop = bpf_stop,
 	.python_found = bpf_python_found,
+	.eager = bpf_eager,
 	.final_losses = bpf_final_losses,
 	.close = bpf_close,
 };

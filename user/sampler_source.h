@@ -109,6 +109,10 @@ struct sample_source_ops {
 	void (*stop)(struct sample_source *src);
 	/* The interpreter of PID was found (the BPF source walks it). */
 	void (*python_found)(struct sample_source *src, const struct proc_state *p);
+	/* Hand over each record at once (EAGER) or in batches: the sampler
+	 * is eager while it meets code objects it has not named. NULL for a
+	 * source that always does (perf_event_open: a wakeup per sample). */
+	void (*eager)(struct sample_source *src, bool eager);
 	/* Losses the source counts itself, added to the writer at the end. */
 	void (*final_losses)(struct sample_source *src);
 	void (*close)(struct sample_source *src);

@@ -26,6 +26,11 @@ by one of pmetrics report.
     sample_check.py evaluating DIR MIN_PCT
         at least MIN_PCT % of the on-CPU samples running Python code have
         Python frames (the others show _PyEval_EvalFrameDefault instead)
+    sample_check.py modules DIR PREFIX MAX_UNKNOWN_PCT
+        samples in the bodies of modules PREFIX*.py, which call nothing:
+        every frame of those files is named <module>, and at most
+        MAX_UNKNOWN_PCT % of the samples with such a frame or an
+        [unknown Python frame] have the latter
     sample_check.py called_out DIR NAME REGEX MIN_PCT
         of the on-CPU samples in frame NAME, at least MIN_PCT % hold a
         frame matching REGEX further in (a native function it called)
@@ -175,6 +180,31 @@ def evaluating(d, min_pct):
     return 0 if pct >= float(min_pct) else 1
 
 
+def modules(d, prefix, max_unknown_pct):
+    named = unknown = 0
+    wrong = collections.Counter()
+    for _, kind, _, _, stack in load(d):
+        if kind != "on-cpu":
+            continue
+        ours = [f for f in stack if re.search(r"\(.*/" + re.escape(prefix) + r"[^/]*\.py:\d+\)$", f)]
+        for f in ours:
+            if frame_name(f) != "<module>":
+                wrong[f] += 1
+        if ours:
+            named += 1
+        elif "[unknown Python frame]" in stack:
+            unknown += 1
+    if not named + unknown:
+        print("no sample in a module body")
+        return 1
+    pct = 100.0 * unknown / (named + unknown)
+    bad = pct > float(max_unknown_pct) or wrong
+    print("%s%d samples in module bodies named, %d (%.1f%%) unknown%s" % (
+        "BAD " if bad else "", named, unknown, pct,
+        "; wrongly named: %s" % ", ".join("%s x%d" % kv for kv in wrong.most_common(3)) if wrong else ""))
+    return 1 if bad else 0
+
+
 def on_cpu_in(d, name):
     """The on-CPU stacks holding a frame named NAME, each with where its
     first such frame is."""
@@ -240,6 +270,8 @@ def main():
         return pids(d, args[0])
     if cmd == "with_python":
         return with_python(d, *args)
+    if cmd == "modules":
+        return modules(d, *args)
     if cmd == "evaluating":
         return evaluating(d, *args)
     if cmd == "called_out":
