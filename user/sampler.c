@@ -917,14 +917,16 @@ int sampler_open(struct sampler **out, const struct sampler_config *c)
 		return -1;
 	}
 	setup_matches(s);
-	/* before the target runs: the sampler's first moments are when a
-	 * launched program's children exec */
-	symbolizer_load_kernel(s->sym);
 	ret = c->use_bpf ? bpf_source_open(&s->src, s) : perf_source_open(&s->src, s);
 	if (ret) {
 		sampler_discard(s);
 		return -1;
 	}
+	/* before the target runs (the sampler's first moments are when a
+	 * launched program's children exec), after the source's programs
+	 * are loaded (an off-CPU stack's leaf frames are the sampler's
+	 * own, left out by their names) */
+	symbolizer_load_kernel(s->sym);
 	/* the target as it is now (a launched one is looked at after exec) */
 	wall_clock_sync(&s->clock);
 	if (c->pid > 0)

@@ -463,7 +463,9 @@ static int by_addr(const void *a, const void *b)
 }
 
 /* /proc/kallsyms in one buffer: it reports size 0, so it is read to its
- * end in growing chunks. NULL (*LEN 0) when unreadable. */
+ * end in growing chunks. NULL (*LEN 0) when it cannot be read whole: a
+ * table cut short would name every address past the cut after the last
+ * symbol before it. */
 static char *read_proc_text(const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -475,32 +477,36 @@ static char *read_proc_text(const char *path, size_t *len)
 	if (fd < 0)
 		return NULL;
 	while (got > 0) {
-		if (cap - n < 65536 && !array_grow((void **)&buf, &cap, n + 1 + 65536, 1))
+		if (cap - n < 65536 && !array_grow((void **)&buf, &cap, n + 1 + 65536, 1)) {
+			got = -1;
 			break;
-		got = read(fd, buf + n, cap - n - 1);
-		if (got < 0 && errno == EINTR)
-			got = 1;
-		else
-			n += got > 0 ? (size_t)got : 0;
+		}
+		do
+			got = read(fd, buf + n, cap - n - 1);
+		while (got < 0 && errno == EINTR);
+		n += got > 0 ? (size_t)got : 0;
 	}
 	close(fd);
-	if (buf)
-		buf[n] = '\0';
+	if (got < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
 	*len = n;
 	return buf;
 }
 
 /* The function symbols of the kernel text, read before the first kernel
- * frame needs one, as early as the sampler opens: over 100k lines take
+ * frame needs one, as the sampler opens: over 100k lines take
  * tens of milliseconds even so (a Cortex-A53 several times that), and a
  * sampler busy reading them is late for a traced process's exec, whose
  * new interpreter the BPF walk must be told. Parsed by hand, every kept
  * name moved to the front of the one buffer that was read: no sscanf()
  * and no allocation per symbol. */
-static void read_kallsyms(struct symbolizer *s)
+void symbolizer_kernel_text(struct symbolizer *s, char *text, size_t len)
 {
-	size_t len, cap = 0, packed = 0;
-	char *text = read_proc_text("/proc/kallsyms", &len), *line = text, *names;
+	size_t cap = 0, packed = 0;
+	char *line = text, *names;
 
 	s->ksyms_read = true;
 	while (line && line < text + len) {
@@ -517,8 +523,10 @@ static void read_kallsyms(struct symbolizer *s)
 			line = end + 1;
 			continue;
 		}
-		if (!array_grow((void **)&s->ksyms, &cap, s->n_ksyms + 1, sizeof(*s->ksyms)))
+		if (!array_grow((void **)&s->ksyms, &cap, s->n_ksyms + 1, sizeof(*s->ksyms))) {
+			packed = 0; /* a part would name what it lacks after what it has */
 			break;
+		}
 		s->ksyms[s->n_ksyms].addr = addr;
 		s->ksyms[s->n_ksyms++].name_at = packed;
 		memmove(text + packed, name, (size_t)(name_end - name));
@@ -528,6 +536,9 @@ static void read_kallsyms(struct symbolizer *s)
 	}
 	if (!packed) {
 		free(text);
+		free(s->ksyms);
+		s->ksyms = NULL;
+		s->n_ksyms = 0;
 		return;
 	}
 	names = realloc(text, packed);
@@ -537,8 +548,13 @@ static void read_kallsyms(struct symbolizer *s)
 
 void symbolizer_load_kernel(struct symbolizer *s)
 {
-	if (!s->ksyms_read)
-		read_kallsyms(s);
+	size_t len;
+	char *text;
+
+	if (s->ksyms_read)
+		return;
+	text = read_proc_text("/proc/kallsyms", &len);
+	symbolizer_kernel_text(s, text, len);
 }
 
 const char *symbolizer_kernel(struct symbolizer *s, uint64_t addr)

@@ -43,6 +43,10 @@ void symbolizer_user(struct symbolizer *s, pid_t pid, uint64_t addr, bool return
 /* Reads the kernel's function symbols now, not at the first kernel
  * frame (they take tens of milliseconds: see symbolizer.c). */
 void symbolizer_load_kernel(struct symbolizer *s);
+/* Takes TEXT (LEN bytes, NUL after them, malloc'ed; NULL for none) in
+ * /proc/kallsyms' form as the kernel's symbols: what
+ * symbolizer_load_kernel() does with that file. */
+void symbolizer_kernel_text(struct symbolizer *s, char *text, size_t len);
 /* The kernel function holding ADDR, or NULL (kallsyms unreadable). */
 const char *symbolizer_kernel(struct symbolizer *s, uint64_t addr);
 
