@@ -303,8 +303,11 @@ static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns)
 				       (uint32_t)pid, command);
 }
 
-/* A new process, not looked at yet; NULL without memory. */
-static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
+/* A new process, not looked at yet, first seen at SEEN_NS (its first
+ * sample's or exec's time: its profile_processes row's, so that a pid
+ * used again gets the new program's row for all its samples); NULL
+ * without memory. */
+static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now, uint64_t seen_ns)
 {
 	struct proc_state *p;
 
@@ -314,7 +317,7 @@ static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now)
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->first_seen_ns = now;
-	note_process(s, pid, now);
+	note_process(s, pid, seen_ns);
 	s->procs_seen++;
 	if (s->n_procs > s->procs_most)
 		s->procs_most = s->n_procs;
@@ -345,13 +348,13 @@ static void look_after_exec(struct sampler *s, struct proc_state *p)
 	}
 }
 
-struct proc_state *sampler_proc(struct sampler *s, pid_t pid)
+struct proc_state *sampler_proc(struct sampler *s, pid_t pid, uint64_t seen_ns)
 {
 	struct proc_state *p = find_proc(s, pid);
 	uint64_t now = monotonic_ns();
 
 	if (!p) {
-		p = new_proc(s, pid, now);
+		p = new_proc(s, pid, now, seen_ns);
 		if (!p)
 			return NULL;
 		look_at(s, p, now);
@@ -385,7 +388,7 @@ void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns)
 	if (p)
 		note_process(s, pid, mono_ns);
 	else
-		p = new_proc(s, pid, monotonic_ns());
+		p = new_proc(s, pid, monotonic_ns(), mono_ns);
 	if (!p)
 		return;
 	p->kind = PROC_UNKNOWN;
@@ -647,7 +650,7 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 		       int *n_states, unsigned *python)
 {
 	struct native_frame *nf = s->native;
-	struct proc_state *p = sampler_proc(s, r->pid);
+	struct proc_state *p = sampler_proc(s, r->pid, r->mono_ns);
 	bool with_python = p && p->kind == PROC_PYTHON && r->n_py > 0;
 	int n = 0, keep, first_kernel = machinery_frames(s, r);
 
@@ -930,7 +933,7 @@ int sampler_open(struct sampler **out, const struct sampler_config *c)
 	/* the target as it is now (a launched one is looked at after exec) */
 	wall_clock_sync(&s->clock);
 	if (c->pid > 0)
-		sampler_proc(s, c->pid);
+		sampler_proc(s, c->pid, monotonic_ns());
 	*out = s;
 	return 0;
 }

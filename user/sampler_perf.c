@@ -291,7 +291,7 @@ static void on_sample(struct perf_source *p, const uint8_t *b, size_t len)
 	r.kernel = p->kernel;
 	r.n_kernel = n_kernel;
 	r.py_status = PY_WALK_NOT_PYTHON;
-	ps = sampler_proc(p->s, r.pid);
+	ps = sampler_proc(p->s, r.pid, r.mono_ns);
 	if (ps && ps->kind == PROC_PYTHON) {
 		r.py = p->py;
 		r.n_py = python_walk_thread(&ps->py, r.tid, tstate_of(p, r.pid, r.tid), p->py, &r.py_status);

@@ -83,8 +83,9 @@ void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns);
  * capture of a program that starts many children would keep it all. */
 void sampler_exit(struct sampler *s, pid_t pid);
 /* What is known of PID, looked at now if it is not known yet (at most
- * every 50 ms). NULL when out of memory. */
-struct proc_state *sampler_proc(struct sampler *s, pid_t pid);
+ * every 50 ms); SEEN_NS: the time of the record that names it. NULL
+ * when out of memory. */
+struct proc_state *sampler_proc(struct sampler *s, pid_t pid, uint64_t seen_ns);
 /* A loss of the source, by the capture's reasons. */
 void sampler_lost(struct sampler *s, enum profile_loss reason, uint64_t n);
 const struct sampler_config *sampler_config(const struct sampler *s);

@@ -28,7 +28,8 @@
  *       shows a reason it does not know by its name.
  *   profile_processes  time_ns,pid,command
  *       Which program a process runs from time_ns on: a row when the
- *       sampler first sees the process, another after each exec it sees.
+ *       sampler first sees the process (the time of the first record
+ *       naming it), another at each exec it sees (the exec's time).
  *       command: its command line as the resource series' command column
  *       has it (arguments joined by single spaces), or "[NAME]" (its
  *       comm) when it has none, at most PROFILE_COMMAND_MAX bytes. A
@@ -108,6 +109,10 @@ int profile_stack_id_parse(const char *s, size_t len, uint64_t *id);
  * is at most MAX; -1 otherwise. Times and counts take INT64_MAX, which
  * pprof stores signed (292 years of ns). */
 int profile_decimal_parse(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/* How many of the first LEN bytes of S to keep to cut it at MAX bytes
+ * or fewer without splitting a UTF-8 character. */
+size_t profile_utf8_cut(const char *s, size_t len, size_t max);
 
 /* Whether S[0..len) is a span state name: letters, digits and '_'. */
 bool profile_state_name_ok(const char *s, size_t len);
