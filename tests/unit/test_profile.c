@@ -557,6 +557,11 @@ static void process_rows(void **state)
 	profile_writer_process(w, 500, 100, "/bin/sh -c run\tthis");
 	profile_writer_process(w, 1500, 100, "/usr/bin/python3 -m server; x");
 	profile_writer_process(w, 700, 200, long_cmd);
+	/* 'x' then 600 two-byte characters: cut where a character ends */
+	char utf8[1 + 1200 + 1] = "x";
+	for (int i = 0; i < 600; i++)
+		memcpy(utf8 + 1 + 2 * i, "\xc3\xa9", 3);
+	profile_writer_process(w, 900, 400, utf8);
 	assert_int_equal(profile_writer_stack(w, st, 1, &id), 0);
 	for (uint64_t t = 1000; t <= 2000; t += 500) {
 		struct profile_sample s = { .time_ns = t, .pid = 100, .tid = 100, .stack_id = id };
@@ -572,10 +577,14 @@ static void process_rows(void **state)
 	char *rows = read_file(dir, "profile_processes");
 	assert_memory_equal(rows, "500,100,/bin/sh -c run?this\n1500,100,/usr/bin/python3 -m server; x\n",
 			    strlen("500,100,/bin/sh -c run?this\n1500,100,/usr/bin/python3 -m server; x\n"));
-	assert_int_equal(strlen(strrchr(rows, ',') + 1), PROFILE_COMMAND_MAX + 1); /* and "\n" */
+	char *row400 = strstr(rows, "900,400,");
+	assert_non_null(row400);
+	assert_int_equal(strcspn(row400 + 8, "\n"), PROFILE_COMMAND_MAX - 1); /* 'x' + 511 x 2 */
+	assert_non_null(strstr(rows, "700,200,"));
+	assert_int_equal(strcspn(strstr(rows, "700,200,") + 8, "\n"), PROFILE_COMMAND_MAX);
 
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
-	assert_int_equal(p.n_processes, 3);
+	assert_int_equal(p.n_processes, 4);
 	/* by time: 100 (pid 200), 100 (pid 300), 1000, 1500, 2000 (pid 100) */
 	assert_int_equal(p.samples[0].pid, 200);
 	assert_int_not_equal(p.samples[0].process, PROFILE_NO_PROCESS); /* its only row, from later */
@@ -592,6 +601,9 @@ static void process_rows(void **state)
 	profile_process_frame(&p, 200, p.samples[0].process, frame, &len);
 	assert_int_equal(len, PROFILE_PROCESS_FRAME_MAX - 1);
 	assert_string_equal(frame + len - 6, "xxx...");
+	profile_process_frame(&p, 400, profile_process_at(&p, 400, UINT64_MAX), frame, &len);
+	assert_memory_equal(frame, "pid 400: x\xc3\xa9", 12);
+	assert_string_equal(frame + len - 5, "\xc3\xa9...");
 	profile_free(&p);
 	remove_dir(dir);
 }

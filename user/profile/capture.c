@@ -193,3 +193,13 @@ void profile_frame_parse(const char *frame, char *buf, struct profile_frame_part
 		out->form = FRAME_UNRESOLVED;
 	}
 }
+
+size_t profile_utf8_cut(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	/* back over continuation bytes (10xxxxxx) to a character's start */
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}

@@ -356,15 +356,20 @@ static int add_process(struct profile *p, const struct csv_record *r)
 	return 0;
 }
 
-/* profile_processes, when the capture has one (older ones do not). */
+/* profile_processes, when the capture has one (older ones do not); one
+ * that cannot be read costs the processes' names only. */
 static int load_processes(const char *dir, struct profile *p, char *err, size_t errlen)
 {
 	struct csv_data d;
 	struct csv_record r;
-	int rc = csv_data_load(dir, PROFILE_PROCESSES_FILE, &d, err, errlen);
+	int rc = csv_data_load(dir, PROFILE_PROCESSES_FILE, &d, p->processes_error,
+			       sizeof(p->processes_error));
 
-	if (rc)
-		return rc < 0 ? -1 : 0;
+	if (rc) {
+		if (rc > 0)
+			p->processes_error[0] = '\0';
+		return 0;
+	}
 	p->torn_rows += d.torn_bytes > 0;
 	while (csv_data_next(&d, &r)) {
 		rc = add_process(p, &r);
@@ -406,24 +411,28 @@ void profile_process_frame(const struct profile *p, uint32_t pid, uint32_t proce
 			   size_t *len)
 {
 	const char *cmd = process == PROFILE_NO_PROCESS ? NULL : p->commands.str[p->processes[process].command];
-	int n;
+	size_t at;
 
 	/* the program by its file name, as ps and top show it (not a
 	 * thread's "[comm]", which may hold a '/') */
-	for (const char *c = cmd; c && *cmd != '[' && *c && *c != ' '; c++)
-		if (*c == '/' && c[1] && c[1] != ' ')
-			cmd = c + 1;
-	n = snprintf(buf, PROFILE_PROCESS_FRAME_MAX, "pid %" PRIu32 "%s", pid, cmd ? ": " : "");
-	size_t at = (size_t)n, room = PROFILE_PROCESS_FRAME_MAX - 4; /* "...", NUL */
+	if (cmd && cmd[0] != '[')
+		for (const char *c = cmd; *c && *c != ' '; c++)
+			if (*c == '/' && c[1] && c[1] != ' ')
+				cmd = c + 1;
+	at = (size_t)snprintf(buf, PROFILE_PROCESS_FRAME_MAX, "pid %" PRIu32 "%s", pid, cmd ? ": " : "");
+	if (cmd) {
+		size_t n = strlen(cmd), room = PROFILE_PROCESS_FRAME_MAX - 1 - at;
+		size_t keep = profile_utf8_cut(cmd, n, n <= room ? room : room - 3);
 
-	for (; cmd && *cmd && at < room; cmd++) {
-		unsigned char ch = (unsigned char)*cmd;
+		for (size_t i = 0; i < keep; i++) {
+			unsigned char ch = (unsigned char)cmd[i];
 
-		buf[at++] = ch == PROFILE_FRAME_SEP || ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-	}
-	if (cmd && *cmd) {
-		memcpy(buf + at, "...", 3);
-		at += 3;
+			buf[at++] = ch == PROFILE_FRAME_SEP || ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+		}
+		if (keep < n) {
+			memcpy(buf + at, "...", 3);
+			at += 3;
+		}
 	}
 	buf[at] = '\0';
 	*len = at;
@@ -569,8 +578,7 @@ static long rooted_stack(struct profile *p, const struct profile_sample_rec *s)
 	return at;
 }
 
-/* Marks the samples F keeps, counts them; whether they are of more
- * than one process. */
+/* Whether F keeps the samples of process PID. */
 static bool of_pids(const struct profile_filter *f, uint32_t pid)
 {
 	for (size_t i = 0; i < f->n_pids; i++)
@@ -579,6 +587,8 @@ static bool of_pids(const struct profile_filter *f, uint32_t pid)
 	return f->n_pids == 0;
 }
 
+/* Marks the samples F keeps, counts them; whether they are of more
+ * than one process. */
 static bool mark_kept(struct profile *p, const struct profile_filter *f, const long *want,
 		      size_t n_want)
 {

@@ -70,6 +70,9 @@ struct profile {
 	struct intern commands;
 	struct profile_process *processes; /* by pid, then time */
 	size_t n_processes;
+	/* why profile_processes, there, could not be read ("" when it was,
+	 * or is not there): processes are then named by pid alone */
+	char processes_error[256];
 	/* stacks made for the process roots: (root frame, stack) -> stack */
 	struct u64map rooted;
 	/* rows of the files left out: malformed rows, stack rows whose id

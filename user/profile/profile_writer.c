@@ -205,10 +205,10 @@ void profile_writer_lost(struct profile_writer *w, enum profile_loss reason, uin
 void profile_writer_process(struct profile_writer *w, uint64_t time_ns, uint32_t pid,
 			    const char *command)
 {
-	size_t len = 0;
+	size_t len = profile_utf8_cut(command, strlen(command), PROFILE_COMMAND_MAX);
 
-	for (; command[len] && len < PROFILE_COMMAND_MAX; len++)
-		w->text[len] = (unsigned char)command[len] < 0x20 || command[len] == 0x7f ? '?' : command[len];
+	for (size_t i = 0; i < len; i++)
+		w->text[i] = (unsigned char)command[i] < 0x20 || command[i] == 0x7f ? '?' : command[i];
 	w->text[len] = '\0';
 	csv_row_begin(&w->row, CSV_LAYOUT_CONTEXT);
 	csv_row_u64(&w->row, time_ns);

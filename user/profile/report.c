@@ -222,6 +222,8 @@ static void warn_damage(const struct report_opts *o, const struct profile *p)
 	if (p->torn_rows)
 		cli_error("%s: %" PRIu64 " file%s ended in a torn row (cut back)", o->dir,
 			  p->torn_rows, p->torn_rows == 1 ? "" : "s");
+	if (p->processes_error[0])
+		cli_error("%s: processes named by pid alone: %s", o->dir, p->processes_error);
 }
 
 /* A --span state no sample was taken in: one line naming those that are. */
@@ -294,7 +296,7 @@ static void list_processes(const struct profile *p, char *have, size_t size)
  * that are there. */
 static int check_pids(const struct report_opts *o, const struct profile *p)
 {
-	char have[1024];
+	char have[PIDS_LISTED * (PROFILE_PROCESS_FRAME_MAX + 2) + 8];
 
 	for (size_t i = 0; i < o->n_pids; i++) {
 		if (has_pid(p, o->pids[i]))
