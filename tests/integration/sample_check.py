@@ -23,9 +23,9 @@ by one of pmetrics report.
         prints how many processes have samples with frame NAME
     sample_check.py with_python DIR KIND MIN_PCT
         at least MIN_PCT % of KIND samples' weight has Python frames
-    sample_check.py evaluating DIR MIN_PCT
-        at least MIN_PCT % of the on-CPU samples running Python code have
-        Python frames (the others show _PyEval_EvalFrameDefault instead)
+    sample_check.py evaluating DIR MAX_BLIND
+        at most MAX_BLIND on-CPU samples run Python code without Python
+        frames (they show _PyEval_EvalFrameDefault instead)
     sample_check.py modules DIR PREFIX MAX_UNKNOWN_PCT
         samples in the bodies of modules PREFIX*.py, which call nothing:
         every frame of those files is named <module>, and at most
@@ -160,7 +160,7 @@ def with_python(d, kind, min_pct):
     return 0 if pct >= float(min_pct) else 1
 
 
-def evaluating(d, min_pct):
+def evaluating(d, max_blind):
     """Python frames replace the evaluation loop's native frames they
     stand for, so a stack still holding one ran Python code unseen."""
     python = blind = 0
@@ -174,10 +174,10 @@ def evaluating(d, min_pct):
     if not python + blind:
         print("no on-CPU sample running Python code")
         return 1
-    pct = 100.0 * python / (python + blind)
-    print("%s%d of %d on-CPU samples running Python code (%.1f%%) have Python frames" % (
-        "BAD " if pct < float(min_pct) else "", python, python + blind, pct))
-    return 0 if pct >= float(min_pct) else 1
+    bad = blind > int(max_blind)
+    print("%s%d of %d on-CPU samples running Python code have no Python frames" % (
+        "BAD " if bad else "", blind, python + blind))
+    return 1 if bad else 0
 
 
 def modules(d, prefix, max_unknown_pct):

@@ -9,8 +9,6 @@
     sample_prog.py span SECONDS     in_span and outside_span burn half each
     sample_prog.py burn SECONDS     one CPU-bound loop
     sample_prog.py native SECONDS   squeeze calls zlib.compress (libz) in a loop
-    sample_prog.py child SECONDS    at once runs this interpreter anew (fork and
-                                    exec) to burn for SECONDS, and waits for it
 
 Each part burns in its own loop (no shared helper), so a sample's leaf
 Python frame says which part the CPU time is spent in.
@@ -136,16 +134,10 @@ def squeeze(seconds):
         zlib.compress(data, 9)
 
 
-def child(seconds):
-    import subprocess
-
-    subprocess.run([sys.executable, __file__, "burn", str(seconds)], check=True)
-
-
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     {"shares": shares, "block": block, "coro": coro, "span": span, "burn": burn,
-     "native": squeeze, "child": child}[mode](seconds)
+     "native": squeeze}[mode](seconds)
 
 
 if __name__ == "__main__":
