@@ -26,6 +26,8 @@ by one of pmetrics report.
     sample_check.py evaluating DIR MAX_BLIND
         at most MAX_BLIND on-CPU samples run Python code without Python
         frames (they show _PyEval_EvalFrameDefault instead)
+    sample_check.py no_frame DIR KIND REGEX
+        no KIND stack holds a frame matching REGEX
     sample_check.py modules DIR PREFIX MAX_UNKNOWN_PCT
         samples in the bodies of modules PREFIX*.py, which call nothing:
         every frame of those files is named <module>, and at most
@@ -180,6 +182,22 @@ def evaluating(d, max_blind):
     return 1 if bad else 0
 
 
+def no_frame(d, kind, regex):
+    found = collections.Counter()
+    total = 0
+    for _, k, _, _, stack in load(d):
+        if k != kind:
+            continue
+        total += 1
+        hit = [f for f in stack if re.search(regex, f)]
+        if hit:
+            found[";".join(stack[-4:])] += 1
+    print("%s%d of %d %s stacks hold a frame matching %s%s" % (
+        "BAD " if found else "", sum(found.values()), total, kind, regex,
+        "; commonest: %s x%d" % found.most_common(1)[0] if found else ""))
+    return 1 if found or not total else 0
+
+
 def modules(d, prefix, max_unknown_pct):
     named = unknown = 0
     wrong = collections.Counter()
@@ -270,6 +288,8 @@ def main():
         return pids(d, args[0])
     if cmd == "with_python":
         return with_python(d, *args)
+    if cmd == "no_frame":
+        return no_frame(d, *args)
     if cmd == "modules":
         return modules(d, *args)
     if cmd == "evaluating":

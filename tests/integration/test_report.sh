@@ -277,6 +277,16 @@ then t_pass; else t_fail "$(cat "$TWO/one/profile.folded" "$T_TMP/one.out")"; fi
 expect_error "--pid of no sample: one line naming the processes there, exit 1" 1 \
 	"--pid 4301: no sample in .* is of process 4301 \(processes there: pid 4242: python3 -m robot_server, pid 4300: python3 -m robot_server.runs.run_process_entry_point\)$" \
 	-x "$T_TMP/none3" -- "$PMETRICS" report "$TWO" --pid 4301 -o "$T_TMP/none3"
+t_begin "an unreadable profile_processes: said in one line, processes named by pid"
+NOPROC=$(fresh_dir)
+cp "$TWO"/profile_stacks* "$TWO"/profile_samples* "$TWO"/profile_lost* "$NOPROC/"
+mkdir "$NOPROC/profile_processes"
+"$PMETRICS" report "$NOPROC" --format folded >"$T_TMP/noproc.out" 2>"$T_TMP/noproc.err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(wc -l <"$T_TMP/noproc.err")" -eq 1 ] &&
+	grep -q "processes named by pid alone: cannot read .*profile_processes" "$T_TMP/noproc.err" &&
+	[ "$(cut -d';' -f1 "$NOPROC/profile.folded" | sort -u | tr '\n' ' ')" = "pid 4242 pid 4300 " ]
+then t_pass; else t_fail "exit $rc: $(cat "$T_TMP/noproc.err" "$NOPROC/profile.folded" 2>&1 | head -c 400)"; fi
 expect_error "bad --pid: exit 2" 2 "bad --pid '42x': give a process ID, e.g. --pid 4242" -- "$PMETRICS" report "$TWO" --pid 42x
 expect_error "unknown --format: exit 2" 2 "pmetrics report: unknown --format 'flame'" -- "$PMETRICS" report "$CAP" --format flame
 expect_error "unknown --span: one line naming the states there, exit 1" 1 \
