@@ -23,6 +23,7 @@
 #include "profile/profile_writer.h"
 #include "span_event.h"
 #include "pyspan_config.h"
+#include "proc_stat.h"
 #include "python_probe.h"
 #include "resource_procfs.h"
 #include "sampler_unwind.h"
@@ -261,7 +262,8 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
  * else "[comm]" (a kernel thread; a zombie); "" when it is gone. */
 static void process_command(pid_t pid, char *out, size_t size)
 {
-	char path[64], raw[PROFILE_COMMAND_MAX], comm[32];
+	char path[64], raw[PROFILE_COMMAND_MAX];
+	struct proc_stat st;
 	ssize_t len = -1;
 	int fd;
 
@@ -272,22 +274,10 @@ static void process_command(pid_t pid, char *out, size_t size)
 		len = read(fd, raw, sizeof(raw));
 		close(fd);
 	}
-	if (len > 0) {
+	if (len > 0)
 		resource_format_command(raw, (size_t)len, out, size);
-		if (out[0])
-			return;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	len = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (len <= 0)
-		return;
-	comm[len] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	snprintf(out, size, "[%s]", comm);
+	if (!out[0] && proc_stat_read(pid, &st) == 0)
+		snprintf(out, size, "[%s]", st.comm);
 }
 
 /* A profile_processes row: PID runs what it runs now from MONO_NS on. */

@@ -64,6 +64,14 @@ def frame_name(frame):
     return frame.split(" (", 1)[0] if frame.endswith(")") and " (" in frame else frame
 
 
+def has_python(stack):
+    return any(f.endswith(")") and " (" in f for f in stack)
+
+
+def on_cpu_stacks(d):
+    return (stack for _, kind, _, _, stack in load(d) if kind == "on-cpu")
+
+
 def holds(stack, name):
     return any(frame_name(f) == name for f in stack)
 
@@ -152,7 +160,7 @@ def with_python(d, kind, min_pct):
         if k != kind:
             continue
         total += weight
-        if any(f.endswith(")") and " (" in f for f in stack):
+        if has_python(stack):
             python += weight
     if not total:
         print("no %s samples" % kind)
@@ -166,10 +174,8 @@ def evaluating(d, max_blind):
     """Python frames replace the evaluation loop's native frames they
     stand for, so a stack still holding one ran Python code unseen."""
     python = blind = 0
-    for _, kind, _, _, stack in load(d):
-        if kind != "on-cpu":
-            continue
-        if any(f.endswith(")") and " (" in f for f in stack):
+    for stack in on_cpu_stacks(d):
+        if has_python(stack):
             python += 1
         elif "_PyEval_EvalFrameDefault" in stack:
             blind += 1
@@ -201,9 +207,7 @@ def no_frame(d, kind, regex):
 def modules(d, prefix, max_unknown_pct):
     named = unknown = 0
     wrong = collections.Counter()
-    for _, kind, _, _, stack in load(d):
-        if kind != "on-cpu":
-            continue
+    for stack in on_cpu_stacks(d):
         ours = [f for f in stack if re.search(r"\(.*/" + re.escape(prefix) + r"[^/]*\.py:\d+\)$", f)]
         for f in ours:
             if frame_name(f) != "<module>":
