@@ -267,6 +267,7 @@ want="pid 4242: python3 -m robot_server;main;serve 20
 pid 4300: python3 -m robot_server.runs.run_process_entry_point;<module> (run.py:1);$A 8
 pid 4300: sh -c analyze;main;serve 1"
 if [ "$(cat "$TWO/profile.folded")" = "$want" ] &&
+	grep -qx "29 samples (on-cpu 29, off-cpu 0) in 3 stacks under 3 root frames naming processes" "$T_TMP/two.out" &&
 	grep -q '"process_name","pid":4300,"tid":0,"args":{"name":"pid 4300: python3 -m robot_server.runs.run_process_entry_point"}' "$TWO/trace.json"
 then t_pass; else t_fail "$(cat "$TWO/profile.folded" "$T_TMP/two.err")"; fi
 t_begin "--pid 4300 keeps the analysis process's 9 samples, stacks as captured"

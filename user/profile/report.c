@@ -396,13 +396,21 @@ static int write_outputs(const struct report_opts *o, const struct profile *p)
 
 static void print_summary(const struct report_opts *o, const struct profile *p)
 {
-	size_t stacks = 0;
+	char roots_said[64] = "";
+	size_t stacks = 0, roots = 0;
 
-	for (size_t i = 0; i < p->n_aggs; i++)
+	/* sorted by stack text: one root's stacks are adjacent */
+	for (size_t i = 0; i < p->n_aggs; i++) {
+		const struct profile_stack *s = &p->stacks[p->aggs[i].stack];
+
 		stacks += i == 0 || p->aggs[i].stack != p->aggs[i - 1].stack;
-	printf("%" PRIu64 " sample%s (on-cpu %" PRIu64 ", off-cpu %" PRIu64 ") in %zu stack%s%s%s\n",
+		roots += i == 0 || s->frames[0] != p->stacks[p->aggs[i - 1].stack].frames[0];
+	}
+	if (p->by_process)
+		snprintf(roots_said, sizeof(roots_said), " under %zu root frames naming processes", roots);
+	printf("%" PRIu64 " sample%s (on-cpu %" PRIu64 ", off-cpu %" PRIu64 ") in %zu stack%s%s%s%s\n",
 	       p->kept, p->kept == 1 ? "" : "s", p->kept_count[PROFILE_ON_CPU],
-	       p->kept_count[PROFILE_OFF_CPU], stacks, stacks == 1 ? "" : "s",
+	       p->kept_count[PROFILE_OFF_CPU], stacks, stacks == 1 ? "" : "s", roots_said,
 	       *o->filter ? ", " : "", o->filter);
 	for (size_t i = 0; i < p->n_losses; i++) {
 		const char *text = profile_loss_text(p->losses[i].reason);
