@@ -170,15 +170,22 @@ def with_python(d, kind, min_pct):
     return 0 if pct >= float(min_pct) else 1
 
 
+def tally(d, first, second):
+    """How many on-CPU stacks pass FIRST, and how many of the others
+    SECOND."""
+    a = b = 0
+    for stack in on_cpu_stacks(d):
+        if first(stack):
+            a += 1
+        elif second(stack):
+            b += 1
+    return a, b
+
+
 def evaluating(d, max_blind):
     """Python frames replace the evaluation loop's native frames they
     stand for, so a stack still holding one ran Python code unseen."""
-    python = blind = 0
-    for stack in on_cpu_stacks(d):
-        if has_python(stack):
-            python += 1
-        elif "_PyEval_EvalFrameDefault" in stack:
-            blind += 1
+    python, blind = tally(d, has_python, lambda stack: "_PyEval_EvalFrameDefault" in stack)
     if not python + blind:
         print("no on-CPU sample running Python code")
         return 1
@@ -205,17 +212,15 @@ def no_frame(d, kind, regex):
 
 
 def modules(d, prefix, max_unknown_pct):
-    named = unknown = 0
+    pattern = re.compile(r"\(.*/" + re.escape(prefix) + r"[^/]*\.py:\d+\)$")
     wrong = collections.Counter()
-    for stack in on_cpu_stacks(d):
-        ours = [f for f in stack if re.search(r"\(.*/" + re.escape(prefix) + r"[^/]*\.py:\d+\)$", f)]
-        for f in ours:
-            if frame_name(f) != "<module>":
-                wrong[f] += 1
-        if ours:
-            named += 1
-        elif "[unknown Python frame]" in stack:
-            unknown += 1
+
+    def ours(stack):
+        frames = [f for f in stack if pattern.search(f)]
+        wrong.update(f for f in frames if frame_name(f) != "<module>")
+        return bool(frames)
+
+    named, unknown = tally(d, ours, lambda stack: "[unknown Python frame]" in stack)
     if not named + unknown:
         print("no sample in a module body")
         return 1
