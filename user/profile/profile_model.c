@@ -467,6 +467,7 @@ static void profile_init(struct profile *p)
 	intern_init(&p->span_set_texts);
 	intern_init(&p->commands);
 	u64map_init(&p->rooted);
+	u64map_init(&p->root_frames);
 }
 
 int profile_load(const char *dir, struct profile *p, char *err, size_t errlen)
@@ -510,6 +511,7 @@ void profile_free(struct profile *p)
 	free(p->processes);
 	intern_free(&p->commands);
 	u64map_free(&p->rooted);
+	u64map_free(&p->root_frames);
 	intern_free(&p->frames);
 	intern_free(&p->stack_texts);
 	u64map_free(&p->stack_by_id);
@@ -544,25 +546,42 @@ static int agg_cmp(const void *a, const void *b, void *arg)
 
 /* The stack of S's process root frame and S's frames; -1 when out of
  * memory. Made once per root and stack, kept for later selections. */
-static long rooted_stack(struct profile *p, const struct profile_sample_rec *s)
+/* The root frame of S's process (an index into frames): made once per
+ * pid and processes row, not per sample. -1 when out of memory. */
+static long root_frame(struct profile *p, const struct profile_sample_rec *s)
 {
-	char root[PROFILE_PROCESS_FRAME_MAX], *text;
-	size_t len, stack_len = p->stack_texts.len[p->stacks[s->stack].text];
-	long r, at;
-	uint64_t key, id;
+	uint64_t key = (uint64_t)s->pid << 32 | s->process;
+	char root[PROFILE_PROCESS_FRAME_MAX];
+	long r = u64map_get(&p->root_frames, key);
+	size_t len;
 
+	if (r >= 0)
+		return r;
 	profile_process_frame(p, s->pid, s->process, root, &len);
 	r = intern_add(&p->frames, root, len);
+	if (r >= 0 && u64map_put(&p->root_frames, key, (uint32_t)r))
+		r = -1;
+	return r;
+}
+
+static long rooted_stack(struct profile *p, const struct profile_sample_rec *s)
+{
+	size_t len, stack_len = p->stack_texts.len[p->stacks[s->stack].text];
+	long r = root_frame(p, s), at;
+	uint64_t key, id;
+	char *text;
+
 	if (r < 0)
 		return -1;
 	key = (uint64_t)r << 32 | s->stack;
 	at = u64map_get(&p->rooted, key);
 	if (at >= 0)
 		return at;
+	len = p->frames.len[r];
 	text = malloc(len + 1 + stack_len + 1);
 	if (!text)
 		return -1;
-	memcpy(text, root, len);
+	memcpy(text, p->frames.str[r], len);
 	text[len] = PROFILE_FRAME_SEP;
 	memcpy(text + len + 1, p->stack_texts.str[p->stacks[s->stack].text], stack_len);
 	id = profile_stack_id(text, len + 1 + stack_len);

@@ -73,8 +73,9 @@ struct profile {
 	/* why profile_processes, there, could not be read ("" when it was,
 	 * or is not there): processes are then named by pid alone */
 	char processes_error[256];
-	/* stacks made for the process roots: (root frame, stack) -> stack */
-	struct u64map rooted;
+	/* stacks made for the process roots: (root frame, stack) -> stack,
+	 * and the root frame of each (pid, processes row) */
+	struct u64map rooted, root_frames;
 	/* rows of the files left out: malformed rows, stack rows whose id
 	 * is not their hash, torn last rows; and stack rows kept with a
 	 * control character or an empty frame made '?' or PROFILE_NO_STACK */
