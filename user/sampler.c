@@ -821,12 +821,14 @@ static void update_eager(struct sampler *s)
 	uint64_t reads = python_names_code_reads(s->names), now = monotonic_ns();
 	bool eager;
 
+	if (!s->src->ops->eager)
+		return; /* a source that hands each record over at once anyway */
 	if (reads != s->code_reads_seen) {
 		s->code_reads_seen = reads;
 		s->eager_until_ns = now + EAGER_FOR_NS;
 	}
 	eager = now < s->eager_until_ns;
-	if (eager != s->eager && s->src->ops->eager)
+	if (eager != s->eager)
 		s->src->ops->eager(s->src, eager);
 	s->eager = eager;
 }
