@@ -57,22 +57,39 @@ t_begin "report: all four outputs, the summary with the losses"
 rc=$?
 if [ $rc -eq 0 ] && [ ! -s "$T_TMP/report.err" ] && grep -qx "105 samples (on-cpu 100, off-cpu 5) in 4 stacks" "$T_TMP/report.out" &&
 	grep -q '^lost: 4 ringbuf_full' "$T_TMP/report.out" &&
+	grep -qxF 'weighed by time: on-cpu 1.010 s, off-cpu 0.010 s (folded counts are microseconds; --weight samples counts samples instead)' "$T_TMP/report.out" &&
 	[ -s "$CAP/profile.folded" ] && [ -s "$CAP/profile.pb.gz" ] && [ -s "$CAP/profile.svg" ] && [ -s "$CAP/trace.json" ]
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/report.out" "$T_TMP/report.err")"; fi
 
 # ---- folded ----------------------------------------------------------------
 folded_total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
-t_begin "folded: totals equal the sample count, one line per stack"
-total=$(folded_total "$CAP/profile.folded")
+# With off-CPU samples kept the widths are time: 60 x 10101.01 us is
+# 606060.6 us, rounded per stack.
+t_begin "folded: weighed by time when off-CPU samples are kept, microseconds per stack"
+if [ "$(cat "$CAP/profile.folded")" = "main;idle_loop;libfoo.so.1+0x1a2b 101010
+main;serve;$A;parse_protocol (robot_server/protocols/parse.py:7) 606061
+main;serve;$A;read_[k];schedule_[k] 10000
+main;serve;$G;json_load 303030" ]
+then t_pass; else t_fail "$(cat "$CAP/profile.folded")"; fi
+
+t_begin "folded: --weight samples: totals equal the sample count, one line per stack"
+OUT=$(fresh_dir)/count
+"$PMETRICS" report "$CAP" --format folded --weight samples -o "$OUT" >"$T_TMP/count.out" 2>&1
+total=$(folded_total "$OUT/profile.folded")
 if [ "$total" -eq "$(wc -l <"$CAP/profile_samples")" ] && [ "$total" -eq 105 ] &&
-	[ "$(wc -l <"$CAP/profile.folded")" -eq 4 ] &&
-	grep -qxF "main;serve;$A;parse_protocol (robot_server/protocols/parse.py:7) 60" "$CAP/profile.folded" &&
-	grep -qxF "main;idle_loop;libfoo.so.1+0x1a2b 10" "$CAP/profile.folded"
-then t_pass; else t_fail "total $total: $(cat "$CAP/profile.folded")"; fi
+	[ "$(wc -l <"$OUT/profile.folded")" -eq 4 ] && ! grep -q weighed "$T_TMP/count.out" &&
+	grep -qxF "main;serve;$A;parse_protocol (robot_server/protocols/parse.py:7) 60" "$OUT/profile.folded" &&
+	grep -qxF "main;idle_loop;libfoo.so.1+0x1a2b 10" "$OUT/profile.folded"
+then t_pass; else t_fail "total $total: $(cat "$T_TMP/count.out" "$OUT/profile.folded")"; fi
+
+t_begin "folded: only on-CPU samples kept: counted, no weight said"
+"$PMETRICS" report "$CAP" --format folded --kind on-cpu -o "$OUT" >"$T_TMP/count.out" 2>&1
+if [ "$(folded_total "$OUT/profile.folded")" -eq 100 ] && ! grep -q weighed "$T_TMP/count.out"
+then t_pass; else t_fail "$(cat "$T_TMP/count.out" "$OUT/profile.folded")"; fi
 
 t_begin "folded: --span ANALYZING_PROTOCOL keeps its 65 samples, -o writes elsewhere"
 OUT=$(fresh_dir)/cut
-"$PMETRICS" report "$CAP" --format folded --span ANALYZING_PROTOCOL -o "$OUT" >"$T_TMP/cut.out" 2>&1
+"$PMETRICS" report "$CAP" --format folded --weight=samples --span ANALYZING_PROTOCOL -o "$OUT" >"$T_TMP/cut.out" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && [ "$(folded_total "$OUT/profile.folded")" -eq 65 ] && [ "$(ls "$OUT")" = profile.folded ] &&
 	! grep -q json_load "$OUT/profile.folded"
@@ -80,14 +97,14 @@ then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/cut.out" "$OUT/profile.folded" 2
 
 t_begin "options also take their value after '=': --format=folded --span=ANALYZING_PROTOCOL"
 OUT2=$(fresh_dir)/cut
-"$PMETRICS" report "$CAP" --format=folded --span=ANALYZING_PROTOCOL -o "$OUT2" >"$T_TMP/cut2.out" 2>&1
+"$PMETRICS" report "$CAP" --format=folded --weight samples --span=ANALYZING_PROTOCOL -o "$OUT2" >"$T_TMP/cut2.out" 2>&1
 rc=$?
 if [ $rc -eq 0 ] && cmp -s "$OUT/profile.folded" "$OUT2/profile.folded" && [ "$(ls "$OUT2")" = profile.folded ]
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/cut2.out")"; fi
 
-t_begin "folded: --kind off-cpu keeps the 5 off-CPU samples"
+t_begin "folded: --kind off-cpu keeps the 5 off-CPU samples, their 10 ms in microseconds"
 "$PMETRICS" report "$CAP" --format folded --kind off-cpu -o "$OUT" >/dev/null 2>&1
-if [ "$(cat "$OUT/profile.folded")" = "main;serve;$A;read_[k];schedule_[k] 5" ]; then t_pass
+if [ "$(cat "$OUT/profile.folded")" = "main;serve;$A;read_[k];schedule_[k] 10000" ]; then t_pass
 else t_fail "$(cat "$OUT/profile.folded")"; fi
 
 # ---- pprof -----------------------------------------------------------------
@@ -102,18 +119,28 @@ else
 	export HOME=${HOME:-$T_TMP} GOCACHE="$T_TMP/gocache" GOFLAGS=-mod=mod
 	pprof() { "$GO" tool pprof "$@" 2>"$T_TMP/pprof.err"; }
 	# "flat flat% sum% cum cum% NAME": NAME -> flat
-	pprof -top -nodecount=50 "$CAP/profile.pb.gz" >"$T_TMP/top"
+	pprof -top -nodecount=50 -sample_index=samples "$CAP/profile.pb.gz" >"$T_TMP/top"
 	flat() { awk -v n="$1" '{ name = $6; for (i = 7; i <= NF; i++) name = name " " $i } name == n { print $1 }' "$2"; }
 	got="$(flat parse_protocol "$T_TMP/top") $(flat json_load "$T_TMP/top") $(flat libfoo.so.1+0x1a2b "$T_TMP/top") $(flat schedule "$T_TMP/top")"
 	if [ "$got" = "60 30 10 5" ] && grep -q 'Total samples = 105' "$T_TMP/top" &&
 		grep -q '^Type: samples' "$T_TMP/top"; then t_pass
 	else t_fail "flat counts '$got': $(cat "$T_TMP/top" "$T_TMP/pprof.err")"; fi
 
+	t_begin "pprof: its default view is the report's weight: wall time, or samples"
+	pprof -top "$CAP/profile.pb.gz" >"$T_TMP/wall"
+	OUTW=$(fresh_dir)
+	"$PMETRICS" report "$CAP" --format pprof --weight samples -o "$OUTW" >/dev/null 2>&1
+	pprof -top "$OUTW/profile.pb.gz" >"$T_TMP/counted"
+	if grep -q '^Type: wall' "$T_TMP/wall" && grep -q 'Total samples = 1.02s' "$T_TMP/wall" &&
+		grep -Eq '^ *0\.61s +59\.41% .* parse_protocol$' "$T_TMP/wall" &&
+		grep -q '^Type: samples' "$T_TMP/counted" && grep -q 'Total samples = 105' "$T_TMP/counted"
+	then t_pass; else t_fail "$(cat "$T_TMP/wall" "$T_TMP/counted" "$T_TMP/pprof.err")"; fi
+
 	t_begin "pprof: CPU and off-CPU time, Python file and line, span labels, the losses"
 	pprof -top -sample_index=cpu -unit=ms "$CAP/profile.pb.gz" >"$T_TMP/cpu"
 	pprof -top -sample_index=off_cpu -unit=ms "$CAP/profile.pb.gz" >"$T_TMP/off"
 	pprof -top -lines "$CAP/profile.pb.gz" >"$T_TMP/lines"
-	pprof -top -tagfocus=span=GETTING_CACHED_ANALYSIS "$CAP/profile.pb.gz" >"$T_TMP/tag"
+	pprof -top -sample_index=samples -tagfocus=span=GETTING_CACHED_ANALYSIS "$CAP/profile.pb.gz" >"$T_TMP/tag"
 	pprof -raw "$CAP/profile.pb.gz" >"$T_TMP/raw"
 	# 60 samples of 10.10101 ms = 606.06 ms; 5 x 2 ms off-CPU
 	if grep -Eq '^ *606\.06ms .* parse_protocol$' "$T_TMP/cpu" && grep -Eq '^ *10ms .* schedule$' "$T_TMP/off" &&
@@ -198,11 +225,20 @@ elif [ ! -d "$PW/node_modules/playwright-core" ] &&
 		playwright-core@1.65.1 >"$T_TMP/npm.log" 2>&1; }; then
 	t_skip "npm could not install playwright-core: $(tail -n 1 "$T_TMP/npm.log")"
 else
-	timeout 120 node "$ROOT/tests/integration/report_svg.js" "$PW" "$CAP/profile.svg" >"$T_TMP/svg.check" 2>&1
-	if grep -q '^not ok' "$T_TMP/svg.check" || [ "$(grep -c '^ok ' "$T_TMP/svg.check")" -ne 7 ]; then
-		t_fail "$(grep -v '^ok ' "$T_TMP/svg.check" | head -c 1500)"
-	else t_pass; fi
-	sed 's/^/  /' "$T_TMP/svg.check"
+	# weighed by time (the default here: off-CPU samples are kept), and counted
+	SVGN=$(fresh_dir)
+	"$PMETRICS" report "$CAP" --format svg --weight samples -o "$SVGN" >/dev/null 2>&1
+	svg_bad=
+	for weight in time samples; do
+		file=$CAP/profile.svg
+		[ $weight = samples ] && file=$SVGN/profile.svg
+		timeout 120 node "$ROOT/tests/integration/report_svg.js" "$PW" "$file" $weight >"$T_TMP/svg.check" 2>&1
+		if grep -q '^not ok' "$T_TMP/svg.check" || [ "$(grep -c '^ok ' "$T_TMP/svg.check")" -ne 7 ]; then
+			svg_bad="--weight $weight: $(grep -v '^ok ' "$T_TMP/svg.check" | head -c 1500)"
+		fi
+		sed "s/^/  $weight: /" "$T_TMP/svg.check"
+	done
+	if [ -z "$svg_bad" ]; then t_pass; else t_fail "$svg_bad"; fi
 fi
 
 # ---- bad input ---------------------------------------------------------------
@@ -289,6 +325,7 @@ if [ $rc -eq 0 ] && [ "$(wc -l <"$T_TMP/noproc.err")" -eq 1 ] &&
 	[ "$(cut -d';' -f1 "$NOPROC/profile.folded" | sort -u | tr '\n' ' ')" = "pid 4242 pid 4300 " ]
 then t_pass; else t_fail "exit $rc: $(cat "$T_TMP/noproc.err" "$NOPROC/profile.folded" 2>&1 | head -c 400)"; fi
 expect_error "bad --pid: exit 2" 2 "bad --pid '42x': give a process ID, e.g. --pid 4242" -- "$PMETRICS" report "$TWO" --pid 42x
+expect_error "unknown --weight: exit 2, naming the choices" 2 "unknown --weight 'bytes': use samples or time" -- "$PMETRICS" report "$CAP" --weight bytes
 expect_error "unknown --format: exit 2" 2 "pmetrics report: unknown --format 'flame'" -- "$PMETRICS" report "$CAP" --format flame
 expect_error "unknown --span: one line naming the states there, exit 1" 1 \
 	"--span ANALYSING: no sample in .* was taken inside ANALYSING \(states there: ANALYZING_PROTOCOL, GETTING_CACHED_ANALYSIS\)" \

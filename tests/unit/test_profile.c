@@ -378,14 +378,58 @@ static void folded_bytes(void **state)
 	write_file(dir, "profile_samples", samples, "w");
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
 	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "main 1\nmain;a;sched_[k] 2\nmain;a;x (m.py:3) 5\nmain;b 3\n");
 	out_free(&b);
 	const char *x[] = { "X" };
 	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = x, .n_states = 1,
 		.kind = -1 }), 0);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "main;a;sched_[k] 1\nmain;a;x (m.py:3) 2\nmain;b 1\n");
+	out_free(&b);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
+/* Weighed by time, a stack's count is its nanoseconds in microseconds,
+ * rounded once per stack (not per sample), half up; on- and off-CPU
+ * samples of one stack add up. */
+static void folded_by_time(void **state)
+{
+	char *dir = make_dir(), err[256], rows[1024] = "", row[256], burn[17], wait[17];
+	static const char *const stacks[] = { "main;burn", "main;wait_[k]" };
+	struct report_view by_time = { .weight = PROFILE_WEIGHT_TIME };
+	struct out_buf b = { 0 };
+	struct profile p;
+	(void)state;
+
+	for (int s = 0; s < 2; s++) {
+		stack_row(row, sizeof(row), stacks[s]);
+		strcat(rows, row);
+	}
+	write_file(dir, "profile_stacks", rows, "w");
+	/* burn: 3 x 10101010 ns = 30303.03 us; wait: 1499 + 1 ns on-CPU
+	 * (1.5 us, up to 2) and 2 s + 499 ns off-CPU */
+	snprintf(burn, sizeof(burn), "%s", id_of(stacks[0]));
+	snprintf(wait, sizeof(wait), "%s", id_of(stacks[1]));
+	snprintf(rows, sizeof(rows),
+		 "100,1,1,on-cpu,10101010,,%s\n110,1,1,on-cpu,10101010,,%s\n"
+		 "120,1,1,on-cpu,10101010,,%s\n130,1,2,off-cpu,1499,,%s\n"
+		 "140,1,2,on-cpu,1,,%s\n150,1,2,off-cpu,2000000499,,%s\n",
+		 burn, burn, burn, wait, wait, wait);
+	write_file(dir, "profile_samples", rows, "w");
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(profile_folded(&p, &by_time, &b), 0);
+	assert_string_equal(b.s, "main;burn 30303\nmain;wait_[k] 2000002\n");
+	out_free(&b);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = PROFILE_ON_CPU }), 0);
+	assert_int_equal(profile_folded(&p, &by_time, &b), 0);
+	assert_string_equal(b.s, "main;burn 30303\nmain;wait_[k] 0\n");
+	out_free(&b);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ .weight = PROFILE_WEIGHT_SAMPLES },
+					&b), 0);
+	assert_string_equal(b.s, "main;burn 3\nmain;wait_[k] 1\n");
 	out_free(&b);
 	profile_free(&p);
 	remove_dir(dir);
@@ -516,7 +560,7 @@ static void foreign_rows(void **state)
 	assert_true(profile_lost_total(&p) == UINT64_MAX);
 	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
 	assert_true(p.kept_weight[PROFILE_ON_CPU] == UINT64_MAX);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "[unknown] 1\na;[unknown];b 1\nmain;a?b 3\n");
 	out_free(&b);
 	profile_free(&p);
@@ -637,7 +681,7 @@ static void process_roots(void **state)
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
 	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
 	assert_true(p.by_process);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "pid 10: server --port 1;main;work 3\n"
 				 "pid 20: [kworker/0:1];main;wait_[k] 1\n"
 				 "pid 20: [kworker/0:1];main;work 1\n");
@@ -650,7 +694,7 @@ static void process_roots(void **state)
 	assert_int_equal(profile_select(&p, &(struct profile_filter){ .states = in, .n_states = 1,
 		.kind = -1 }), 0);
 	assert_false(p.by_process);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "main;wait_[k] 1\nmain;work 1\n");
 	out_free(&b);
 	/* --pid 10: its 3 samples, as captured */
@@ -659,7 +703,7 @@ static void process_roots(void **state)
 		.kind = -1 }), 0);
 	assert_false(p.by_process);
 	assert_int_equal(p.kept, 3);
-	assert_int_equal(profile_folded(&p, &b), 0);
+	assert_int_equal(profile_folded(&p, &(struct report_view){ 0 }, &b), 0);
 	assert_string_equal(b.s, "main;work 3\n");
 	out_free(&b);
 	profile_free(&p);
@@ -677,6 +721,7 @@ int main(void)
 		cmocka_unit_test(no_samples_file),
 		cmocka_unit_test(aggregation_and_filters),
 		cmocka_unit_test(folded_bytes),
+		cmocka_unit_test(folded_by_time),
 		cmocka_unit_test(frames_kept_whole),
 		cmocka_unit_test(frame_forms),
 		cmocka_unit_test(decimal_fields),

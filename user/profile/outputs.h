@@ -32,16 +32,31 @@ void out_free(struct out_buf *b);
 /* The bytes of the character at S (1 for a byte that is no UTF-8). */
 size_t out_utf8_char(const char *s);
 
+/* What a stack's share stands for in the folded stacks, the flame graph
+ * and pprof's default view. Counts alone make a wait of a microsecond
+ * and one of a second alike, so a profile holding off-CPU samples is
+ * weighed by time: an on-CPU sample stands for its period, an off-CPU
+ * one for its wait. */
+enum profile_weight {
+	PROFILE_WEIGHT_SAMPLES,
+	PROFILE_WEIGHT_TIME,
+};
+
 /* What the caller of an output says about the cut (for titles). */
 struct report_view {
 	const char *source;   /* the capture directory */
 	const char *filter;   /* "--span A --kind on-cpu", or "" */
 	const char *const *states; /* the --span states (the timeline keeps their spans) */
 	size_t n_states;
+	enum profile_weight weight;
 };
 
-/* Folded stacks: "root;...;leaf COUNT\n" per stack, sorted by stack. */
-int profile_folded(const struct profile *p, struct out_buf *b);
+/* An aggregate's share under WEIGHT: its samples, or its nanoseconds. */
+uint64_t profile_agg_value(const struct profile_agg *a, enum profile_weight weight);
+/* Folded stacks: "root;...;leaf COUNT\n" per stack, sorted by stack;
+ * COUNT is samples, or microseconds (the stack's nanoseconds rounded)
+ * when weighed by time. */
+int profile_folded(const struct profile *p, const struct report_view *v, struct out_buf *b);
 /* pprof's profile.proto, gzip-compressed. */
 int profile_pprof(const struct profile *p, const struct report_view *v, struct out_buf *b,
 		  char *err, size_t errlen);

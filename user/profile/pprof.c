@@ -4,7 +4,10 @@
  * every pprof viewer read.
  *
  * Sample types: samples/count, cpu/nanoseconds and, when off-CPU samples
- * are kept, off_cpu/nanoseconds; samples is the default. One Sample per
+ * are kept, off_cpu/nanoseconds and wall/nanoseconds (on- and off-CPU
+ * time together, what a flame graph weighed by time shows). The default
+ * is samples, or the time of the report's weight (wall, or cpu when no
+ * off-CPU sample is kept). One Sample per
  * aggregate (stack x span set x kind), its span states as "span" labels
  * (pprof -tagfocus span=STATE). One Location per frame with one Line;
  * Functions by name and file: Python frames carry their file and line,
@@ -33,7 +36,7 @@ struct pprof_build {
 	struct intern strings;
 	struct intern func_keys;
 	Profile prof;
-	ValueType types[3], period_type, *type_ptrs[3];
+	ValueType types[4], period_type, *type_ptrs[4];
 	Sample *samples, **sample_ptrs;
 	Label *labels, **label_ptrs;
 	uint64_t *loc_ids;
@@ -174,8 +177,10 @@ static void build_samples(struct pprof_build *pb, const struct profile *p, size_
 		s->n_value = n_types;
 		val[0] = (int64_t)a->count;
 		val[1] = a->kind == PROFILE_ON_CPU ? held_i64(a->weight_ns) : 0;
-		if (n_types > 2)
+		if (n_types > 2) {
 			val[2] = a->kind == PROFILE_OFF_CPU ? held_i64(a->weight_ns) : 0;
+			val[3] = held_i64(a->weight_ns);
+		}
 		val += n_types;
 		s->label = labp;
 		s->n_label = set->n;
@@ -289,7 +294,9 @@ int profile_pprof(const struct profile *p, const struct report_view *v, struct o
 		  char *err, size_t errlen)
 {
 	struct pprof_build pb;
-	size_t n_types = p->kept_count[PROFILE_OFF_CPU] ? 3 : 2;
+	bool off_cpu = p->kept_count[PROFILE_OFF_CPU] > 0;
+	size_t n_types = off_cpu ? 4 : 2;
+	const char *shown = v->weight == PROFILE_WEIGHT_SAMPLES ? "samples" : off_cpu ? "wall" : "cpu";
 	uint64_t period = profile_period_ns(p);
 	int rc = -1;
 
@@ -301,14 +308,15 @@ int profile_pprof(const struct profile *p, const struct report_view *v, struct o
 	value_type(&pb, &pb.types[0], "samples", "count");
 	value_type(&pb, &pb.types[1], "cpu", "nanoseconds");
 	value_type(&pb, &pb.types[2], "off_cpu", "nanoseconds");
-	for (size_t i = 0; i < 3; i++)
+	value_type(&pb, &pb.types[3], "wall", "nanoseconds");
+	for (size_t i = 0; i < 4; i++)
 		pb.type_ptrs[i] = &pb.types[i];
 	pb.prof.sample_type = pb.type_ptrs;
 	pb.prof.n_sample_type = n_types;
 	value_type(&pb, &pb.period_type, "cpu", "nanoseconds");
 	pb.prof.period_type = &pb.period_type;
 	pb.prof.period = (int64_t)period;
-	pb.prof.default_sample_type = str_id(&pb, "samples");
+	pb.prof.default_sample_type = str_id(&pb, shown);
 	time_range(p, period, &pb.prof);
 	build_locations(&pb, p);
 	if (!pb.oom)

@@ -47,6 +47,7 @@ struct report_opts {
 	uint32_t pids[MAX_PIDS];
 	size_t n_pids;
 	int kind;
+	int weight; /* a profile_weight, or -1: by what the samples kept are */
 	char filter[1024];
 };
 
@@ -54,7 +55,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 "Usage: pmetrics report DIR [--format FORMAT] [--span STATE]... [--pid PID]...\n"
-"                           [--kind KIND] [-o OUTDIR]\n"
+"                           [--kind KIND] [--weight WEIGHT] [-o OUTDIR]\n"
 "\n"
 "Turns the profile in capture directory DIR (profile_samples, profile_stacks,\n"
 "profile_lost and profile_processes, written by record's sampler) into:\n"
@@ -75,6 +76,12 @@ static void usage(FILE *out)
 "  --pid PID      only samples of process PID (repeatable: of any; the root\n"
 "                 frames of a report of several processes name their PIDs)\n"
 "  --kind K       on-cpu or off-cpu only (default: both)\n"
+"  --weight W     what a stack's width in the folded stacks and the flame graph\n"
+"                 (and pprof's default view) stands for: samples, or time (an\n"
+"                 on-CPU sample its period, an off-CPU one its wait; folded\n"
+"                 counts in microseconds). Default: time when off-CPU samples\n"
+"                 are kept (a count would make a 1 us wait weigh what a 1 s one\n"
+"                 does), else samples\n"
 "  -o OUTDIR      write there (created when missing) instead of into DIR\n"
 "  -h, --help     this text\n"
 "\n"
@@ -122,6 +129,7 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 	bool options = true;
 
 	o->kind = -1;
+	o->weight = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -155,7 +163,8 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 			continue;
 		}
 		bool takes = strcmp(a, "--format") == 0 || strcmp(a, "--span") == 0 ||
-			     strcmp(a, "--pid") == 0 || strcmp(a, "--kind") == 0 || strcmp(a, "-o") == 0;
+			     strcmp(a, "--pid") == 0 || strcmp(a, "--kind") == 0 ||
+			     strcmp(a, "--weight") == 0 || strcmp(a, "-o") == 0;
 		if (!takes)
 			return usage_error("report", "unknown option '%s'", cli_printable(a));
 		if (!val)
@@ -191,6 +200,14 @@ static int parse_args(struct report_opts *o, int argc, char **argv)
 						   cli_printable(val));
 			o->kind = (int)k;
 			append_filter(o, "--kind", val);
+		} else if (strcmp(a, "--weight") == 0) {
+			if (strcmp(val, "samples") == 0)
+				o->weight = PROFILE_WEIGHT_SAMPLES;
+			else if (strcmp(val, "time") == 0)
+				o->weight = PROFILE_WEIGHT_TIME;
+			else
+				return usage_error("report", "unknown --weight '%s': use samples or time",
+						   cli_printable(val));
 		} else {
 			if (!*val || cli_has_control_char(val))
 				return usage_error("report", "bad -o '%s'", cli_printable(val));
@@ -317,7 +334,7 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
 
 	switch (fmt) {
 	case FMT_FOLDED:
-		rc = profile_folded(p, b);
+		rc = profile_folded(p, v, b);
 		break;
 	case FMT_PPROF:
 		return profile_pprof(p, v, b, err, errlen);
@@ -337,11 +354,12 @@ static int build(unsigned fmt, const struct profile *p, const struct report_view
  * read), or a file that cannot be written, leaves an earlier report's
  * files as they were, all of them. Only a rename failing after others
  * (a same-directory rename: not seen in practice) would leave a mix. */
-static int write_outputs(const struct report_opts *o, const struct profile *p)
+static int write_outputs(const struct report_opts *o, const struct profile *p,
+			 enum profile_weight weight)
 {
 	enum { N = sizeof(formats) / sizeof(formats[0]) };
 	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
-				 .n_states = o->n_spans };
+				 .n_states = o->n_spans, .weight = weight };
 	char err[512], path[4352], tmp[N][PATH_MAX];
 	struct out_buf b[N] = { 0 };
 	bool staged[N] = { false };
@@ -394,7 +412,29 @@ static int write_outputs(const struct report_opts *o, const struct profile *p)
 	return rc;
 }
 
-static void print_summary(const struct report_opts *o, const struct profile *p)
+static void print_seconds(const char *what, uint64_t ns)
+{
+	printf("%s %.3f s", what, (double)ns / 1e9);
+}
+
+/* How the widths were weighed, when by time, and how to have the other. */
+static void print_weight(const struct report_opts *o, const struct profile *p,
+			 enum profile_weight weight)
+{
+	if (weight != PROFILE_WEIGHT_TIME || !(o->formats & (FMT_FOLDED | FMT_SVG | FMT_PPROF)))
+		return;
+	printf("weighed by time:");
+	if (p->kept_count[PROFILE_ON_CPU])
+		print_seconds(" on-cpu", p->kept_weight[PROFILE_ON_CPU]);
+	if (p->kept_count[PROFILE_OFF_CPU])
+		print_seconds(p->kept_count[PROFILE_ON_CPU] ? ", off-cpu" : " off-cpu",
+			      p->kept_weight[PROFILE_OFF_CPU]);
+	printf(" (folded counts are microseconds%s)\n",
+	       o->weight < 0 ? "; --weight samples counts samples instead" : "");
+}
+
+static void print_summary(const struct report_opts *o, const struct profile *p,
+			  enum profile_weight weight)
 {
 	char roots_said[64] = "";
 	size_t stacks = 0, roots = 0;
@@ -417,12 +457,14 @@ static void print_summary(const struct report_opts *o, const struct profile *p)
 		printf("lost: %" PRIu64 " %s%s%s%s\n", p->losses[i].count, p->losses[i].reason,
 		       text ? " (" : "", text ? text : "", text ? ")" : "");
 	}
+	print_weight(o, p, weight);
 }
 
 static int run(const struct report_opts *o)
 {
 	struct profile_filter f = { .states = o->spans, .n_states = o->n_spans, .pids = o->pids,
 				    .n_pids = o->n_pids, .kind = o->kind };
+	enum profile_weight weight = PROFILE_WEIGHT_SAMPLES;
 	struct profile p;
 	char err[768];
 	struct stat st;
@@ -459,9 +501,12 @@ static int run(const struct report_opts *o)
 		rc = EXIT_RUNTIME;
 	}
 	if (rc == 0)
-		rc = write_outputs(o, &p);
+		weight = o->weight >= 0 ? (enum profile_weight)o->weight
+		       : p.kept_count[PROFILE_OFF_CPU] ? PROFILE_WEIGHT_TIME : PROFILE_WEIGHT_SAMPLES;
 	if (rc == 0)
-		print_summary(o, &p);
+		rc = write_outputs(o, &p, weight);
+	if (rc == 0)
+		print_summary(o, &p, weight);
 	profile_free(&p);
 	return rc;
 }

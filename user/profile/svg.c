@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The flame graph: one self-contained SVG (inline CSS and script, no
  * network), root at the bottom, children in name order, widths by
- * sample count. The C code draws the whole profile, so the file shows
+ * sample count or by time (the report's weight). The C code draws the whole profile, so the file shows
  * it even where scripts do not run; the script holds the same tree and
  * redraws it for zoom (click), search (matched frames in magenta and
  * their share) and the span-state filter, by the same layout rules. Same
@@ -26,7 +26,7 @@
 struct node {
 	uint32_t frame, parent, depth;
 	uint32_t first_child, next_sibling;
-	uint64_t count;
+	uint64_t value; /* samples, or nanoseconds */
 };
 
 struct tree {
@@ -37,6 +37,7 @@ struct tree {
 	uint32_t *leaf;   /* agg -> node */
 	uint32_t max_depth;
 	const struct profile *p;
+	enum profile_weight weight;
 };
 
 static long add_node(struct tree *t, uint32_t parent, uint32_t frame)
@@ -62,13 +63,14 @@ static long add_node(struct tree *t, uint32_t parent, uint32_t frame)
 	return (long)t->n++;
 }
 
-static int build_tree(struct tree *t, const struct profile *p)
+static int build_tree(struct tree *t, const struct profile *p, enum profile_weight weight)
 {
 	struct u64map child;
 	int rc = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->p = p;
+	t->weight = weight;
 	u64map_init(&child);
 	t->leaf = malloc((p->n_aggs ? p->n_aggs : 1) * sizeof(*t->leaf));
 	if (!t->leaf || add_node(t, NO_FRAME, NO_FRAME) < 0)
@@ -76,8 +78,9 @@ static int build_tree(struct tree *t, const struct profile *p)
 	for (size_t a = 0; a < p->n_aggs; a++) {
 		const struct profile_stack *s = &p->stacks[p->aggs[a].stack];
 		uint32_t at = 0;
+		uint64_t value = profile_agg_value(&p->aggs[a], weight);
 
-		t->nodes[0].count += p->aggs[a].count;
+		t->nodes[0].value += value;
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t key = (uint64_t)at << 32 | s->frames[d];
 			long n = u64map_get(&child, key);
@@ -87,7 +90,7 @@ static int build_tree(struct tree *t, const struct profile *p)
 					goto out;
 			}
 			at = (uint32_t)n;
-			t->nodes[at].count += p->aggs[a].count;
+			t->nodes[at].value += value;
 		}
 		t->leaf[a] = at;
 	}
@@ -205,7 +208,9 @@ static const char script[] =
 " total=cnt[0];}\n"
 "function name(i){return i?D.names[D.name[i]]:'all';}\n"
 "function share(c){return total?(100*c/total).toFixed(2):'0.00';}\n"
-"function label(i){return name(i)+' ('+cnt[i]+' sample'+(cnt[i]==1?'':'s')+', '+share(cnt[i])+'%)';}\n"
+"function amount(v){if(!D.time)return v+' sample'+(v==1?'':'s');\n"
+" return v>=1e9?(v/1e9).toFixed(2)+' s':v>=1e6?(v/1e6).toFixed(2)+' ms':v>=1e3?(v/1e3).toFixed(2)+' \\u00b5s':v+' ns';}\n"
+"function label(i){return name(i)+' ('+amount(cnt[i])+', '+share(cnt[i])+'%)';}\n"
 "function isAnc(i,z){return i<=z&&z<=end[i];}\n"
 "function matches(i){return re!==null&&i>0&&re.test(name(i));}\n"
 "function draw(){var g=document.getElementById('frames');while(g.firstChild)g.removeChild(g.firstChild);\n"
@@ -227,8 +232,8 @@ static const char script[] =
 "  g.appendChild(e);}\n"
 " var m=0;if(re!==null){var under=new Array(N).fill(false);\n"
 "  for(var i=1;i<N;i++){var p=D.parent[i];under[i]=under[p]||matches(p);if(matches(i)&&!under[i])m+=cnt[i];}}\n"
-" document.getElementById('matched').textContent=re===null?'':'Matched: '+share(m)+'% ('+m+' of '+total+' samples)';\n"
-" document.getElementById('sub').textContent=total+' samples'+(state<0?'':' inside '+D.states[state])+D.note;\n"
+" document.getElementById('matched').textContent=re===null?'':'Matched: '+share(m)+'% ('+(D.time?amount(m)+' of '+amount(total):m+' of '+amount(total))+')';\n"
+" document.getElementById('sub').textContent=amount(total)+D.what+(state<0?'':' inside '+D.states[state])+D.note;\n"
 " document.getElementById('details').textContent=zoom?'Zoomed to '+label(zoom)+'; click all to zoom out':' ';}\n"
 "function init(){prep();count();\n"
 " var g=document.getElementById('frames');\n"
@@ -241,7 +246,8 @@ static const char script[] =
 " draw();}\n"
 "window.addEventListener('load',init);\n";
 
-static void write_data(struct out_buf *b, const struct tree *t, const char *note)
+static void write_data(struct out_buf *b, const struct tree *t, const char *what,
+		       const char *note)
 {
 	const struct profile *p = t->p;
 	char colour[16];
@@ -268,11 +274,12 @@ static void write_data(struct out_buf *b, const struct tree *t, const char *note
 		const struct node *n = &t->nodes[t->order[k]];
 		out_printf(b, "%s%ld", k ? "," : "", k ? (long)n->frame : -1L);
 	}
-	/* what each aggregate adds to its leaf node: [node, span set, count] */
+	/* what each aggregate adds to its leaf node: [node, span set, value] */
 	out_str(b, "],\n\"leaves\":[");
 	for (size_t a = 0; a < p->n_aggs; a++)
 		out_printf(b, "%s[%" PRIu32 ",%" PRIu32 ",%" PRIu64 "]", a ? "," : "",
-			   t->pos[t->leaf[a]], p->aggs[a].span_set, p->aggs[a].count);
+			   t->pos[t->leaf[a]], p->aggs[a].span_set,
+			   profile_agg_value(&p->aggs[a], t->weight));
 	out_str(b, "],\n\"sets\":[");
 	for (size_t s = 0; s < p->span_set_texts.n; s++) {
 		out_str(b, s ? ",[" : "[");
@@ -286,7 +293,10 @@ static void write_data(struct out_buf *b, const struct tree *t, const char *note
 		out_json_str(b, p->states.str[s]);
 		out_str(b, "\"");
 	}
-	out_printf(b, "],\n\"maxd\":%" PRIu32 ",\"note\":\"", t->max_depth);
+	out_printf(b, "],\n\"maxd\":%" PRIu32 ",\"time\":%d,\"what\":\"", t->max_depth,
+		   t->weight == PROFILE_WEIGHT_TIME);
+	out_json_str(b, what);
+	out_str(b, "\",\"note\":\"");
 	out_json_str(b, note);
 	out_str(b, "\"};\n");
 }
@@ -315,10 +325,27 @@ static void frame_label(struct out_buf *b, const char *name, double width)
 	out_xml_str(b, tmp);
 }
 
+/* V as the script's amount() writes it: "12 samples", or a time. */
+static void put_amount(struct out_buf *b, const struct tree *t, uint64_t v)
+{
+	double d = (double)v;
+
+	if (t->weight == PROFILE_WEIGHT_SAMPLES)
+		out_printf(b, "%" PRIu64 " sample%s", v, v == 1 ? "" : "s");
+	else if (v >= 1000000000)
+		out_printf(b, "%.2f s", d / 1e9);
+	else if (v >= 1000000)
+		out_printf(b, "%.2f ms", d / 1e6);
+	else if (v >= 1000)
+		out_printf(b, "%.2f \u00b5s", d / 1e3);
+	else
+		out_printf(b, "%" PRIu64 " ns", v);
+}
+
 static void draw_frames(struct out_buf *b, const struct tree *t)
 {
 	const struct profile *p = t->p;
-	double span = WIDTH - 2 * PAD, scale = t->nodes[0].count ? span / (double)t->nodes[0].count : 0;
+	double span = WIDTH - 2 * PAD, scale = t->nodes[0].value ? span / (double)t->nodes[0].value : 0;
 	uint64_t *x = calloc(t->n, sizeof(*x)), *off = calloc(t->n, sizeof(*off));
 	char colour[16];
 
@@ -333,10 +360,10 @@ static void draw_frames(struct out_buf *b, const struct tree *t)
 		const struct node *n = &t->nodes[i];
 		if (k > 0) {
 			x[i] = off[n->parent];
-			off[n->parent] += n->count;
+			off[n->parent] += n->value;
 			off[i] = x[i];
 		}
-		double px = PAD + (double)x[i] * scale, w = (double)n->count * scale;
+		double px = PAD + (double)x[i] * scale, w = (double)n->value * scale;
 		if (w < MIN_W)
 			continue;
 		const char *name = k ? p->frames.str[n->frame] : "all";
@@ -347,8 +374,9 @@ static void draw_frames(struct out_buf *b, const struct tree *t)
 			snprintf(colour, sizeof(colour), "#c8c8c8");
 		out_printf(b, "<g class=\"f\" data-n=\"%zu\"><title>", k);
 		out_xml_str(b, name);
-		out_printf(b, " (%" PRIu64 " sample%s, %.2f%%)</title>", n->count, n->count == 1 ? "" : "s",
-			   100.0 * (double)n->count / (double)t->nodes[0].count);
+		out_str(b, " (");
+		put_amount(b, t, n->value);
+		out_printf(b, ", %.2f%%)</title>", 100.0 * (double)n->value / (double)t->nodes[0].value);
 		out_printf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
 			   px, y, w, FRAME_H - 1, colour);
 		if ((long)((w - 6) / CHAR_W) >= 3) {
@@ -407,13 +435,24 @@ static void controls(struct out_buf *b, const struct profile *p)
 		   "<span id=\"matched\"></span></div></foreignObject>\n");
 }
 
+/* What a time is of, after the amount: " of on- and off-CPU time". */
+static const char *time_what(const struct profile *p, enum profile_weight weight)
+{
+	bool on = p->kept_count[PROFILE_ON_CPU] > 0, off = p->kept_count[PROFILE_OFF_CPU] > 0;
+
+	if (weight == PROFILE_WEIGHT_SAMPLES)
+		return "";
+	return on && off ? " of on- and off-CPU time" : off ? " of off-CPU time" : " of on-CPU time";
+}
+
 int profile_svg(const struct profile *p, const struct report_view *v, struct out_buf *b)
 {
+	const char *what = time_what(p, v->weight);
 	struct tree t;
 	char note[128];
 	int height;
 
-	if (build_tree(&t, p) || order_tree(&t)) {
+	if (build_tree(&t, p, v->weight) || order_tree(&t)) {
 		tree_free(&t);
 		return -1;
 	}
@@ -424,7 +463,7 @@ int profile_svg(const struct profile *p, const struct report_view *v, struct out
 		   "height=\"%d\" viewBox=\"0 0 %d %d\">\n", WIDTH, height, WIDTH, height);
 	out_str(b, style);
 	out_str(b, "<script type=\"text/javascript\"><![CDATA[\n");
-	write_data(b, &t, note);
+	write_data(b, &t, what, note);
 	out_str(b, script);
 	out_str(b, "]]></script>\n");
 	out_printf(b, "<rect width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", WIDTH, height);
@@ -436,8 +475,10 @@ int profile_svg(const struct profile *p, const struct report_view *v, struct out
 		out_xml_str(b, v->filter);
 		out_str(b, ")");
 	}
-	out_printf(b, "</text>\n<text id=\"sub\" x=\"%d\" y=\"38\" text-anchor=\"middle\">"
-		   "%" PRIu64 " samples", WIDTH / 2, t.nodes[0].count);
+	out_printf(b, "</text>\n<text id=\"sub\" x=\"%d\" y=\"38\" text-anchor=\"middle\">",
+		   WIDTH / 2);
+	put_amount(b, &t, t.nodes[0].value);
+	out_str(b, what);
 	out_xml_str(b, note);
 	out_str(b, "</text>\n");
 	controls(b, p);
