@@ -35,12 +35,16 @@
 #include <linux/types.h>
 #endif
 
-/* Frames kept per stack (the root end is cut past it) and thread states
- * looked at per interpreter. */
-#define PY_MAX_FRAMES 128
+/* Frames kept per stack (a power of two; the root end is cut past it,
+ * and the stack then starts with PROFILE_TRUNCATED_FRAME) and thread
+ * states looked at per interpreter. Imports nest deep: each adds six
+ * frames of importlib and the module's, so a real program's start
+ * (Opentrons' analysis: 20 and more imports deep) passes 128. */
+#define PY_MAX_FRAMES 256
 #define PY_MAX_THREADS 64
-/* Frames walked: shim frames of 3.12+ are walked, not kept. */
-#define PY_MAX_VISITED 160
+/* Frames walked: shim frames of 3.11+ (one per entry from C, so one
+ * per module body) are walked, not kept. */
+#define PY_MAX_VISITED 320
 /* Bytes read at once: a frame's fields the walk takes, a code object's,
  * a thread state's from its frame pointer to the field naming its
  * thread (3.8-3.10: 24 to 184). */

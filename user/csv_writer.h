@@ -23,7 +23,9 @@ enum csv_layout {
 /* Parses "context" or "activity"; returns -1 for anything else. */
 int csv_layout_parse(const char *name, enum csv_layout *out);
 
-#define CSV_ROW_MAX 8192
+/* The longest row: a profile_stacks row holds a whole stack, hundreds
+ * of frames with their file paths. */
+#define CSV_ROW_MAX 65536
 
 struct csv_row {
 	enum csv_layout layout;

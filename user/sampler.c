@@ -45,7 +45,8 @@
 #define EAGER_FOR_NS 500000000ull
 #define FRAME_TEXT 512
 #define SPAN_MAX_STATES SPAN_MAX_PROBES
-#define MAX_FRAMES (SAMPLER_MAX_USER + SAMPLER_MAX_KERNEL + PY_MAX_FRAMES)
+/* and PROFILE_TRUNCATED_FRAME */
+#define MAX_FRAMES (SAMPLER_MAX_USER + SAMPLER_MAX_KERNEL + PY_MAX_FRAMES + 1)
 /* The largest stacks a source hands over. */
 #define SAMPLER_MAX_USER 127
 #define SAMPLER_MAX_KERNEL 64
@@ -650,6 +651,10 @@ static int build_stack(struct sampler *s, const struct raw_sample *r, const char
 	if (p && p->kind == PROC_PYTHON && r->py_status == PY_WALK_NO_THREAD && !p->py.tid_checked &&
 	    python_proc_check_tid(&p->py) && s->src->ops->python_found)
 		s->src->ops->python_found(s->src, p);
+	if (with_python && r->py_status == PY_WALK_TRUNCATED) {
+		snprintf((char *)put_frame(s, &n), FRAME_TEXT, "%s", PROFILE_TRUNCATED_FRAME);
+		profile_writer_lost(s->w, PROFILE_LOSS_STACK_TRUNCATED, 1);
+	}
 	*python = with_python ? python_frames(s, p, r, &n, states, n_states) : 0;
 	keep = native_kept(s, p, r, with_python, nf);
 	for (int i = keep - 1; i >= 0 && n < MAX_FRAMES; i--) {

@@ -481,6 +481,33 @@ unnamed_counted() {
 
 # A Python process of a tenth of a second, which may end before its last
 # samples are read (then its frames cannot be named).
+# Python stacks deeper than the walk goes: a recursion 200 calls deep
+# (nested imports reach that) is whole, back to <module>; one 300 deep
+# starts with [truncated], counted as stack_truncated, never with a
+# frame from its middle posing as its root. By BPF and by perf_event_open,
+# on the robot's two versions.
+deep_stacks() {
+	local minor py out way
+	for minor in 10 12; do
+		py=$(interpreter "3.$minor")
+		if [ -z "$py" ]; then t_begin "py3$minor.deep"; t_skip "no pyenv CPython 3.$minor"; continue; fi
+		for way in bpf perf; do
+			out=$(fresh_dir)
+			if capture "py3$minor.$way.deep" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
+				"$py" "$PROG" deep 2; then
+				expect_check "py3$minor.$way.deep.whole" above "$out" deep_burn '<module>' 95
+			fi
+			out=$(fresh_dir)
+			capture "py3$minor.$way.deeper" "$out" "$(source_env "$way")" -- --sample="$HZ" -- \
+				"$py" "$PROG" deeper 2 || continue
+			expect_check "py3$minor.$way.deeper.cut" above "$out" deep_burn '[truncated]' 95
+			t_begin "py3$minor.$way.deeper.counted"
+			if grep -Eq 'kept with a damaged stack: [0-9]+ stack_truncated' "$out.err"; then t_pass
+			else t_fail "no stack_truncated in: $(grep 'samples lost' "$out.err")"; fi
+		done
+	done
+}
+
 short_python_unnamed() {
 	local py out
 	py=$(interpreter 3.12)
@@ -499,6 +526,7 @@ python_found_late
 exec_child_python
 import_names
 short_python_unnamed
+deep_stacks
 ring_full_named
 python_tests 10
 python_tests 12

@@ -439,7 +439,7 @@ static void frames_kept_whole(void **state)
 {
 	char *dir = make_dir(), err[256], big[200];
 	const char *odd[] = { "a;b", "tab\there", "" };
-	const char *deep[100];
+	const char *deep[500];
 	uint64_t id;
 	struct profile_writer *w = profile_writer_open(dir, err, sizeof(err));
 	struct profile p;
@@ -450,21 +450,26 @@ static void frames_kept_whole(void **state)
 	assert_true(id == profile_stack_id("a?b;tab?here;[unknown]", 22));
 	assert_int_equal(profile_writer_stack(w, NULL, 0, &id), 0);
 	assert_true(id == profile_stack_id("[unknown]", 9));
-	/* 100 frames of 199 bytes do not fit in a row: the root end goes */
+	/* 500 frames of 199 bytes do not fit in a row: the root end goes */
 	memset(big, 'f', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	for (int i = 0; i < 100; i++)
+	for (int i = 0; i < 500; i++)
 		deep[i] = big;
-	assert_int_equal(profile_writer_stack(w, deep, 100, &id), 0);
+	assert_int_equal(profile_writer_stack(w, deep, 500, &id), 0);
 	assert_int_equal(profile_writer_lost_count(w, PROFILE_LOSS_STACK_TRUNCATED), 1);
 	add(w, 1, 1, PROFILE_ON_CPU, 1, NULL, 0, id);
+	/* a stack the walk cut already is one loss, not two */
+	uint64_t id2;
+	deep[0] = PROFILE_TRUNCATED_FRAME;
+	assert_int_equal(profile_writer_stack(w, deep, 499, &id2), 0);
+	assert_int_equal(profile_writer_lost_count(w, PROFILE_LOSS_STACK_TRUNCATED), 1);
 	assert_int_equal(profile_writer_close(w), 0);
 	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
 	assert_int_equal(p.n_stacks, 3);
 	const struct profile_stack *s = &p.stacks[p.samples[0].stack];
 	assert_string_equal(p.frames.str[s->frames[0]], "[truncated]");
 	assert_string_equal(p.frames.str[s->frames[s->depth - 1]], big);
-	assert_true(s->depth > 30 && s->depth < 100);
+	assert_true(s->depth > 300 && s->depth < 500);
 	assert_int_equal(p.n_losses, 1);
 	assert_string_equal(p.losses[0].reason, "stack_truncated");
 	profile_free(&p);

@@ -63,6 +63,10 @@
 #define PROFILE_STACK_ID_DIGITS 16
 /* The frame written for a sample whose stack could not be read at all. */
 #define PROFILE_NO_STACK "[unknown]"
+/* The root frame of a stack cut at its root end (counted as
+ * stack_truncated): deeper than the Python walk goes, or too long for a
+ * row. */
+#define PROFILE_TRUNCATED_FRAME "[truncated]"
 
 enum profile_kind {
 	PROFILE_ON_CPU,
@@ -81,7 +85,7 @@ int profile_kind_parse(const char *s, size_t len, enum profile_kind *out);
 	X(RINGBUF_FULL, "ringbuf_full", "samples lost: the BPF ring buffer was full")   \
 	X(PERF_LOST, "perf_lost", "samples lost: the perf_event ring was full")         \
 	X(STACK_UNREADABLE, "stack_unreadable", "samples whose stack could not be read") \
-	X(STACK_TRUNCATED, "stack_truncated", "stacks cut at their root end to fit a row") \
+	X(STACK_TRUNCATED, "stack_truncated", "stacks cut at their root end: deeper than the walk goes, or too long for a row") \
 	X(NOT_INTERNED, "not_interned", "samples dropped: their stack could not be stored") \
 	X(ROWS_NOT_WRITTEN, "rows_not_written", "sample rows not written (disk full or file size limit)") \
 	X(OFF_CPU_END_UNSEEN, "off_cpu_end_unseen", "off-CPU samples dropped: their thread's return to the CPU was not seen") \

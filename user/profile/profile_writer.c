@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TRUNCATED_FRAME "[truncated]"
 #define AUTO_FLUSH_SAMPLES 4096
 
 static const char *const stacks_header[] = { "stack_id", "frames" };
@@ -103,7 +102,7 @@ static size_t folded_text(struct profile_writer *w, const char *const *frames, s
 {
 	/* the id, a comma, two quotes, the line end, room for the mark */
 	size_t budget = CSV_ROW_MAX - (PROFILE_STACK_ID_DIGITS + 8) -
-			frame_cost(TRUNCATED_FRAME), used = 0, first = n, len = 0;
+			frame_cost(PROFILE_TRUNCATED_FRAME), used = 0, first = n, len = 0;
 
 	if (n == 0)
 		return put_frame(w->text, PROFILE_NO_STACK);
@@ -115,8 +114,10 @@ static size_t folded_text(struct profile_writer *w, const char *const *frames, s
 		first--;
 	}
 	if (first > 0) {
-		len = put_frame(w->text, TRUNCATED_FRAME);
-		w->losses[PROFILE_LOSS_STACK_TRUNCATED]++;
+		len = put_frame(w->text, PROFILE_TRUNCATED_FRAME);
+		/* once per sample: a stack may come cut already */
+		if (strcmp(frames[0], PROFILE_TRUNCATED_FRAME) != 0)
+			w->losses[PROFILE_LOSS_STACK_TRUNCATED]++;
 	}
 	for (size_t i = first; i < n; i++) {
 		if (len > 0)

@@ -9,6 +9,9 @@
     sample_prog.py span SECONDS     in_span and outside_span burn half each
     sample_prog.py burn SECONDS     one CPU-bound loop
     sample_prog.py native SECONDS   squeeze calls zlib.compress (libz) in a loop
+    sample_prog.py deep SECONDS     descend recurses 200 calls deep, then deep_burn
+                                    burns (below the walk's 256 frames)
+    sample_prog.py deeper SECONDS   the same 300 calls deep (past them)
 
 Each part burns in its own loop (no shared helper), so a sample's leaf
 Python frame says which part the CPU time is spent in.
@@ -134,8 +137,25 @@ def squeeze(seconds):
         zlib.compress(data, 9)
 
 
+def deep_burn(until):
+    total = 0
+    while time.perf_counter() < until:
+        total += sum(i * i for i in range(1000))
+    return total
+
+
+def descend(depth, until):
+    if depth == 0:
+        return deep_burn(until)
+    return descend(depth - 1, until)
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
+    if mode in ("deep", "deeper"):
+        sys.setrecursionlimit(1000)
+        descend(200 if mode == "deep" else 300, time.perf_counter() + seconds)
+        return
     {"shares": shares, "block": block, "coro": coro, "span": span, "burn": burn,
      "native": squeeze}[mode](seconds)
 
