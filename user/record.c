@@ -22,6 +22,7 @@
 #include "kernel_check.h"
 #include "elf_symbols.h"
 #include "output_dir.h"
+#include "profile/capture.h"
 #include "pyspan.h"
 #include "pyspan_config.h"
 #include "resources.h"
@@ -43,10 +44,12 @@ struct session {
 	struct pyspan *py;          /* NULL without py: probes */
 	struct ring_buffer *rb;
 	struct csv_file *csv;
+	struct csv_file *span_threads; /* PROFILE_SPANS_FILE, with a profile */
 	struct wall_clock clock;
 	struct span_stats stats[SPAN_MAX_PROBES];
 	struct output_dir *out; /* -o DIR, open for the whole session */
 	int write_error;
+	struct csv_file *failed; /* the file write_error is of, when not csv */
 	uint64_t open_at_end;   /* calls still open when the capture ended */
 	uint64_t counters[SPAN_CNT_MAX]; /* loss counters at that moment */
 	uint64_t spans_seen;
@@ -326,6 +329,37 @@ static void span_resources_row(struct session *s, const struct span_resource_eve
 		s->write_error = -err;
 }
 
+/* The span E with its thread, for the timeline of a profile. */
+static void span_thread_row(struct session *s, const struct span_event *e)
+{
+	struct csv_row row;
+	int err;
+
+	csv_row_begin(&row, CSV_LAYOUT_CONTEXT);
+	csv_row_u64(&row, wall_clock_from_mono(&s->clock, e->start_ns));
+	csv_row_u64(&row, e->tgid);
+	csv_row_u64(&row, e->tid);
+	csv_row_str(&row, s->opts->probes[e->probe_id].state);
+	csv_row_u64(&row, e->duration_ns);
+	csv_row_end(&row);
+	err = csv_file_append(s->span_threads, &row);
+	if (err && !s->write_error) {
+		s->write_error = -err;
+		s->failed = s->span_threads;
+	}
+}
+
+/* Flushes the span files; returns 0 or -errno, the file in s->failed. */
+static int flush_span_files(struct session *s)
+{
+	int ret = csv_file_flush(s->csv);
+
+	if (ret == 0 && s->span_threads && (ret = csv_file_flush(s->span_threads)) != 0 &&
+	    !s->write_error)
+		s->failed = s->span_threads;
+	return ret;
+}
+
 static int on_span(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -347,6 +381,8 @@ static int on_span(void *ctx, void *data, size_t size)
 		s->write_error = -csv_file_append(s->csv, &row);
 	else
 		csv_file_append(s->csv, &row); /* counted as dropped */
+	if (s->span_threads)
+		span_thread_row(s, e);
 	if (size >= sizeof(struct span_resource_event))
 		span_resources_row(s, data);
 	return 0;
@@ -381,6 +417,16 @@ static int open_csv(struct session *s)
 		cli_error("%s", err);
 		return -1;
 	}
+	if (sampling(s->opts)) {
+		static const char *const header[] = { "time_ns", "pid", "tid", "state", "duration_ns" };
+
+		s->span_threads = csv_file_open(s->opts->output_dir, PROFILE_SPANS_FILE, header, 5,
+						CSV_LAYOUT_CONTEXT, err, sizeof(err));
+		if (!s->span_threads) {
+			cli_error("%s", err);
+			return -1;
+		}
+	}
 	s->rb = ring_buffer__new(span_engine_ringbuf_fd(span_tracer_object(s->spans)), on_span, s, NULL);
 	if (!s->rb || (s->py && ring_buffer__add(s->rb, span_engine_ringbuf_fd(pyspan_object(s->py)),
 						 on_span, s)) ||
@@ -397,10 +443,12 @@ static int open_csv(struct session *s)
 
 static void report_write_error(struct session *s)
 {
+	struct csv_file *f = s->failed ? s->failed : s->csv;
+
 	cli_error("writing %s failed: %s; %llu rows are in the file, %llu were not written: %s",
-		  csv_file_path(s->csv), strerror(s->write_error),
-		  (unsigned long long)csv_file_rows_written(s->csv),
-		  (unsigned long long)csv_file_dropped(s->csv),
+		  csv_file_path(f), strerror(s->write_error),
+		  (unsigned long long)csv_file_rows_written(f),
+		  (unsigned long long)csv_file_dropped(f),
 		  s->write_error == EFBIG ? "raise the file size limit (ulimit -f) or pick another -o DIR"
 					  : "free space and start again");
 }
@@ -560,7 +608,7 @@ static const char *capture_loop(struct session *s)
 		drain(s);
 		uint64_t now = monotonic_ns();
 		if (now - last_flush >= FLUSH_INTERVAL_NS) {
-			int ret = csv_file_flush(s->csv);
+			int ret = flush_span_files(s);
 			if (ret && !s->write_error)
 				s->write_error = -ret;
 			last_flush = now;
@@ -1005,6 +1053,9 @@ int record_run(const struct record_opts *opts)
 		sampling_discard(s);
 		csv_file_discard(s->csv);
 		s->csv = NULL;
+		if (s->span_threads)
+			csv_file_discard(s->span_threads);
+		s->span_threads = NULL;
 		resources_discard(s);
 		remove_created_dirs(s);
 		goto out;
@@ -1019,7 +1070,7 @@ int record_run(const struct record_opts *opts)
 	 * otherwise count as dying with their thread */
 	read_engines(s);
 	stop_launched_command(s);
-	int flushed = csv_file_flush(s->csv);
+	int flushed = flush_span_files(s);
 	if (flushed && !s->write_error)
 		s->write_error = -flushed;
 	print_summary(s, ended_why(s, why), elapsed);
@@ -1031,6 +1082,8 @@ int record_run(const struct record_opts *opts)
 		ret = 1;
 	warn_command_failed(s, why);
 	csv_file_close(s->csv);
+	if (s->span_threads)
+		csv_file_close(s->span_threads);
 out:
 	output_dir_close(s->out);
 	teardown(s);

@@ -280,6 +280,28 @@ def above(d, name, root, min_pct):
         root in names[:at], ";".join(stack[:at + 1])), min_pct, "reach " + root)
 
 
+def timeline_spans(d, trace, state):
+    """The timeline (TRACE, from pmetrics report) shows each STATE span of
+    the capture D as a slice on the thread that ran it: one per
+    robot_context_data row, all on the program's main thread (its pid),
+    and every sample labelled STATE on that thread inside one of them
+    (1 ms either side: two clocks' conversions)."""
+    import json
+    ev = json.load(open(trace))["traceEvents"]
+    rows = sum(1 for line in open(os.path.join(d, "robot_context_data"))
+               if line.startswith(state + ","))
+    pids = {pid for pid, _, _, _, _ in load(d)}
+    slices = [e for e in ev if e["ph"] == "X" and e["name"] == state]
+    on_main = [e for e in slices if e["pid"] in pids and e["tid"] == e["pid"]]
+    inside = [e for e in ev if e["ph"] == "i" and state in e["args"]["spans"].split("|")]
+    outside = [e for e in inside if not any(
+        s["tid"] == e["tid"] and s["ts"] - 1000 <= e["ts"] <= s["ts"] + s["dur"] + 1000
+        for s in on_main)]
+    print("%d rows, %d slices, %d on the main thread; %d of %d samples in %s outside them"
+          % (rows, len(slices), len(on_main), len(outside), len(inside), state))
+    return 0 if rows > 0 and len(slices) == rows == len(on_main) and inside and not outside else 1
+
+
 def main():
     cmd, d = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -307,6 +329,8 @@ def main():
         return called_out(d, *args)
     if cmd == "above":
         return above(d, *args)
+    if cmd == "timeline_spans":
+        return timeline_spans(d, *args)
     print("unknown check " + cmd)
     return 2
 

@@ -206,6 +206,51 @@ ev = json.load(open(sys.argv[1]))["traceEvents"]
 sys.exit(0 if len([e for e in ev if e["ph"] == "X"]) == 2 and max(e["dur"] for e in ev if e["ph"] == "X") < 1e9 else 1)' "$BIG/trace.json"
 then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/big.err" | head -c 400)"; fi
 
+# profile_spans (record writes it with a profile) names each span's thread.
+# ANALYZING_PROTOCOL ran on 4243; two coroutine spans on 4246 interleave
+# (C2 starts inside C1 and ends after it), so C2 cannot be a slice on
+# that thread; GETTING_CACHED_ANALYSIS has no profile_spans row.
+t_begin "trace: spans on the threads that ran them; what cannot nest, or has no thread, on the span tracks"
+THR=$(fresh_dir)
+cp -r "$CAP"/. "$THR"/
+printf 'CORO,%d,10000000
+CORO,%d,10000000
+' $((T0 + 1000000)) $((T0 + 5000000)) >>"$THR/robot_context_data"
+printf '%d,4242,4243,ANALYZING_PROTOCOL,%d
+%d,4242,4246,CORO,10000000
+%d,4242,4246,CORO,10000000
+' \
+	$T0 $((60 * PERIOD)) $((T0 + 1000000)) $((T0 + 5000000)) >"$THR/profile_spans"
+printf 'time_ns,pid,tid,state,duration_ns' >"$THR/profile_spans_headers"
+"$PMETRICS" report "$THR" --format trace >"$T_TMP/thr.out" 2>&1 &&
+	"$PMETRICS" report "$THR" --format trace --span ANALYZING_PROTOCOL -o "$THR/one" >>"$T_TMP/thr.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$THR/trace.json" "$THR/one/trace.json" >"$T_TMP/thr.check" 2>&1 <<'PY'; then t_pass; else t_fail "exit $rc: $(cat "$T_TMP/thr.out" "$T_TMP/thr.check")"; fi
+import json, sys
+SPANS = 4194305
+def slices(path):
+    doc = json.load(open(path))
+    ev = doc["traceEvents"]
+    got = sorted((e["name"], e["pid"], e["tid"] if e["pid"] != SPANS else "track", e["ts"]) for e in ev if e["ph"] == "X")
+    names = {(e["name"], e["pid"], e["tid"], e["args"]["name"]) for e in ev if e["ph"] == "M"}
+    return got, names, doc["otherData"]["spans"]
+got, names, note = slices(sys.argv[1])
+want = [("ANALYZING_PROTOCOL", 4242, 4243, 0.0), ("CORO", 4242, 4246, 1000.0),
+        ("CORO", SPANS, "track", 5000.0), ("GETTING_CACHED_ANALYSIS", SPANS, "track", 606060.6)]
+problems = []
+if got != want:
+    problems.append(f"slices {got}")
+if ("thread_name", 4242, 4246, "tid 4246") not in names or ("process_name", SPANS, 0, "spans (one track per state)") not in names:
+    problems.append(f"names {sorted(names)}")
+if not note.startswith("2 on their threads (from profile_spans); 2 in process 'spans'"):
+    problems.append(f"note {note}")
+got, names, note = slices(sys.argv[2])
+if got != [("ANALYZING_PROTOCOL", 4242, 4243, 0.0)] or any(n[1] == SPANS for n in names) or note != "1 on their threads (from profile_spans)":
+    problems.append(f"--span: {got} {note}")
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+PY
+
 # ---- SVG -------------------------------------------------------------------
 t_begin "svg: well-formed, self-contained, the same bytes from the same capture"
 cp "$CAP/profile.svg" "$T_TMP/first.svg"

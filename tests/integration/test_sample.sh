@@ -16,7 +16,7 @@
 #   short_wait, 75/25 % of its off-CPU time, within TOL points;
 # - a coroutine's await chain outer -> middle -> inner on one stack;
 # - span states: samples inside a probed function carry its state, the
-#   others none;
+#   others none; the timeline shows each span on the thread that ran it;
 # - pmetrics report's folded totals equal the samples written;
 # - a single-threaded program's on-CPU and off-CPU time add up to its run
 #   time; the waits of a launched interpreter have Python stacks from its
@@ -308,6 +308,12 @@ native_tests() {
 			t_skip "not sampled by BPF with the kernel's BTF, and Linux $(uname -r) leaves the uretprobe trampoline in its frame-pointer chain (before 6.11)"
 		fi
 		time_adds_up "sample_burn.span" "$out"
+		# the timeline puts each span on its thread (profile_spans)
+		if "$PMETRICS" report "$out" --format trace -o "$out/report" >/dev/null 2>"$out.report.err"; then
+			expect_check "sample_burn.span.timeline" timeline_spans "$out" "$out/report/trace.json" IN_SPAN
+		else
+			t_begin "sample_burn.span.timeline"; t_fail "report failed: $(tail -n 1 "$out.report.err")"
+		fi
 	fi
 	# Two probed functions, one inside the other, built without frame
 	# pointers: a sample's DWARF walk meets the trampoline in both

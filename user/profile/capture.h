@@ -55,6 +55,10 @@
 #define PROFILE_SAMPLES_FILE "profile_samples"
 #define PROFILE_LOST_FILE "profile_lost"
 #define PROFILE_PROCESSES_FILE "profile_processes"
+/* The spans again, with the thread that ran each (the span files have
+ * no thread column): time_ns,pid,tid,state,duration_ns. Written by
+ * record beside a profile, for the timeline. */
+#define PROFILE_SPANS_FILE "profile_spans"
 #define PROFILE_COMMAND_MAX 1024
 
 #define PROFILE_FRAME_SEP ';'

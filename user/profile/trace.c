@@ -5,11 +5,13 @@
  * - Samples: instant events ("ph":"i", thread scope) on their own
  *   process and thread, named by the leaf frame, with the kind, weight,
  *   span states and whole stack as args.
- * - Spans: the capture's robot_context_data (or robot_activity_data)
- *   rows as complete events ("ph":"X"). Those rows carry no thread, so
- *   the spans are not on their threads: they are on a process of their
- *   own, "spans", one track per state; spans of one state that overlap
- *   without nesting (two threads at once) go to a second track of it.
+ * - Spans: complete events ("ph":"X") on the thread that ran them, from
+ *   profile_spans (record writes it beside a profile). A span that does
+ *   not nest in its thread's others (coroutines interleaved on one event
+ *   loop), and a robot_context_data (or robot_activity_data) row that
+ *   profile_spans lacks (those rows carry no thread), go on a process of
+ *   their own, "spans", one track per state; spans of one state that
+ *   overlap without nesting go to a second track of it.
  * - The resource series (memory_series_data, system_resource_data) as
  *   counters ("ph":"C") on a process "resources".
  * - Process and thread names as metadata ("ph":"M").
@@ -31,6 +33,8 @@
 struct span_row {
 	uint32_t state; /* index into the trace's own state table */
 	uint64_t start, dur;
+	uint32_t pid, tid;
+	bool on_thread; /* else on a track of the "spans" process */
 	uint32_t lane;
 };
 
@@ -41,11 +45,13 @@ struct timeline {
 	struct intern states;
 	struct span_row *spans;
 	size_t n_spans;
+	size_t n_threaded; /* spans on their threads: the first n_threaded */
+	bool unthreaded;   /* spans that are not (the "spans" process) */
+	struct intern threaded_keys; /* "state start dur" of profile_spans' rows */
 	uint32_t *lanes_of; /* per state: how many tracks */
 	uint64_t t0;
 	bool any_time;
 	bool first_event;
-	const char *span_file;
 	uint64_t bad_rows;
 };
 
@@ -109,20 +115,86 @@ static bool span_wanted(const struct report_view *v, const char *state)
 	return false;
 }
 
+/* A span's key, by which a span file's row is found in profile_spans. */
+static size_t span_key(char *buf, size_t size, const char *state, uint64_t start, uint64_t dur)
+{
+	int n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, state, start, dur);
+
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+static int add_span(struct timeline *t, size_t *cap, const char *state, size_t len,
+		    struct span_row row)
+{
+	long st = intern_add(&t->states, state, len);
+
+	if (st < 0)
+		return -1;
+	if (t->n_spans == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct span_row *s = realloc(t->spans, c * sizeof(*s));
+		if (!s)
+			return -1;
+		t->spans = s;
+		*cap = c;
+	}
+	row.state = (uint32_t)st;
+	t->spans[t->n_spans++] = row;
+	see_time(t, row.start);
+	return 0;
+}
+
+/* profile_spans: time_ns,pid,tid,state,duration_ns */
+static int read_thread_spans(struct timeline *t, size_t *cap, char *err, size_t errlen)
+{
+	struct csv_data d;
+	struct csv_record r;
+	char key[256];
+	int rc = csv_data_load(t->v->source, PROFILE_SPANS_FILE, &d, err, errlen);
+
+	if (rc)
+		return rc < 0 ? -1 : 0;
+	while (csv_data_next(&d, &r)) {
+		uint64_t start, dur, pid, tid;
+		if (r.n != 5 || parse_ns(r.field[0], &start) || parse_ns(r.field[4], &dur) ||
+		    profile_decimal_parse(r.field[1], r.len[1], UINT32_MAX, &pid) ||
+		    profile_decimal_parse(r.field[2], r.len[2], UINT32_MAX, &tid) ||
+		    !profile_state_name_ok(r.field[3], r.len[3])) {
+			t->bad_rows++;
+			continue;
+		}
+		if (!span_wanted(t->v, r.field[3]))
+			continue;
+		if (intern_add(&t->threaded_keys, key,
+			       span_key(key, sizeof(key), r.field[3], start, dur)) < 0 ||
+		    add_span(t, cap, r.field[3], r.len[3],
+			     (struct span_row){ .start = start, .dur = dur, .pid = (uint32_t)pid,
+						.tid = (uint32_t)tid, .on_thread = true })) {
+			csv_data_free(&d);
+			snprintf(err, errlen, "out of memory reading the spans");
+			return -1;
+		}
+	}
+	csv_data_free(&d);
+	return 0;
+}
+
 static int read_spans(struct timeline *t, char *err, size_t errlen)
 {
 	static const char *const files[] = { "robot_context_data", "robot_activity_data" };
 	struct csv_data d;
 	struct csv_record r;
 	size_t cap = 0;
+	char key[256];
 
+	if (read_thread_spans(t, &cap, err, errlen))
+		return -1;
 	for (size_t f = 0; f < 2; f++) {
 		int rc = csv_data_load(t->v->source, files[f], &d, err, errlen);
 		if (rc < 0)
 			return -1;
 		if (rc == 1)
 			continue;
-		t->span_file = files[f];
 		while (csv_data_next(&d, &r)) {
 			uint64_t start, dur;
 			if (r.n < 3 || parse_ns(r.field[1], &start) || parse_ns(r.field[2], &dur) ||
@@ -132,19 +204,13 @@ static int read_spans(struct timeline *t, char *err, size_t errlen)
 			}
 			if (!span_wanted(t->v, r.field[0]))
 				continue;
-			if (t->n_spans == cap) {
-				cap = cap ? cap * 2 : 256;
-				struct span_row *s = realloc(t->spans, cap * sizeof(*s));
-				if (!s)
-					goto oom;
-				t->spans = s;
-			}
-			long st = intern_add(&t->states, r.field[0], r.len[0]);
-			if (st < 0)
+			size_t klen = span_key(key, sizeof(key), r.field[0], start, dur);
+			if (intern_find(&t->threaded_keys, key, klen) >= 0)
+				continue; /* on its thread already */
+			t->unthreaded = true;
+			if (add_span(t, &cap, r.field[0], r.len[0],
+				     (struct span_row){ .start = start, .dur = dur }))
 				goto oom;
-			t->spans[t->n_spans++] = (struct span_row){ .state = (uint32_t)st,
-								    .start = start, .dur = dur };
-			see_time(t, start);
 		}
 		csv_data_free(&d);
 	}
@@ -157,37 +223,79 @@ oom:
 
 static const struct timeline *sort_t;
 
+/* Spans on threads first, by thread; then the others by state. Each
+ * group by start, the longer first (an outer span before what it holds). */
 static int span_cmp(const void *a, const void *b)
 {
 	const struct span_row *x = a, *y = b;
-	int c = strcmp(sort_t->states.str[x->state], sort_t->states.str[y->state]);
 
-	if (c)
-		return c;
+	if (x->on_thread != y->on_thread)
+		return x->on_thread ? -1 : 1;
+	if (x->on_thread && (x->pid != y->pid || x->tid != y->tid))
+		return x->pid != y->pid ? (x->pid < y->pid ? -1 : 1) : (x->tid < y->tid ? -1 : 1);
+	if (!x->on_thread) {
+		int c = strcmp(sort_t->states.str[x->state], sort_t->states.str[y->state]);
+		if (c)
+			return c;
+	}
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return x->dur > y->dur ? -1 : x->dur < y->dur;
 }
 
-/* Per state, each span on the first track where it does not overlap the
- * last span (nesting is not assumed: the rows carry no thread). */
+static void sort_spans(struct timeline *t)
+{
+	sort_t = t;
+	if (t->n_spans)
+		qsort(t->spans, t->n_spans, sizeof(*t->spans), span_cmp);
+}
+
+/* A thread's slices must nest: a span that ends after the span it
+ * starts in (a coroutine's, interleaved with another on one loop) goes
+ * to the "spans" tracks instead. ENDS: room for every span. */
+static void keep_nested(struct timeline *t, uint64_t *ends)
+{
+	size_t depth = 0;
+
+	for (size_t i = 0; i < t->n_spans && t->spans[i].on_thread; i++) {
+		struct span_row *s = &t->spans[i];
+		uint64_t end = s->start + s->dur;
+
+		if (i == 0 || s->pid != s[-1].pid || s->tid != s[-1].tid)
+			depth = 0;
+		while (depth && ends[depth - 1] <= s->start)
+			depth--;
+		if (depth && end > ends[depth - 1]) {
+			s->on_thread = false;
+			t->unthreaded = true;
+			continue;
+		}
+		ends[depth++] = end;
+	}
+}
+
+/* Spans on their threads stay there; per state, each other span on the
+ * first track where it does not overlap the last span (nesting is not
+ * assumed: those rows carry no thread, or did not nest on theirs). */
 static int assign_lanes(struct timeline *t)
 {
 	uint64_t *ends = NULL;
 	size_t n_ends = 0;
 
-	sort_t = t;
-	if (t->n_spans)
-		qsort(t->spans, t->n_spans, sizeof(*t->spans), span_cmp);
 	t->lanes_of = calloc(t->states.n ? t->states.n : 1, sizeof(*t->lanes_of));
 	ends = malloc((t->n_spans ? t->n_spans : 1) * sizeof(*ends));
 	if (!t->lanes_of || !ends) {
 		free(ends);
 		return -1;
 	}
-	for (size_t i = 0; i < t->n_spans; i++) {
+	sort_spans(t);
+	keep_nested(t, ends);
+	sort_spans(t);
+	while (t->n_threaded < t->n_spans && t->spans[t->n_threaded].on_thread)
+		t->n_threaded++;
+	for (size_t i = t->n_threaded; i < t->n_spans; i++) {
 		struct span_row *s = &t->spans[i];
-		if (i == 0 || s->state != t->spans[i - 1].state)
+		if (i == t->n_threaded || s->state != t->spans[i - 1].state)
 			n_ends = 0;
 		uint32_t lane = 0;
 		while (lane < n_ends && ends[lane] > s->start)
@@ -245,10 +353,12 @@ static uint32_t span_tid(const struct timeline *t, uint32_t state, uint32_t lane
 	return tid + lane;
 }
 
+/* Names every thread with a kept sample or a span on it, and the span
+ * tracks. */
 static void thread_names(struct timeline *t)
 {
 	const struct profile *p = t->p;
-	uint32_t *pids = malloc((p->n_samples ? p->n_samples : 1) * 2 * sizeof(*pids));
+	uint32_t *pids = malloc((p->n_samples + t->n_threaded + 1) * 2 * sizeof(*pids));
 	size_t n = 0;
 	char name[PROFILE_PROCESS_FRAME_MAX];
 
@@ -262,6 +372,10 @@ static void thread_names(struct timeline *t)
 			pids[2 * n + 1] = p->samples[i].tid;
 			n++;
 		}
+	for (size_t i = 0; i < t->n_threaded; i++, n++) {
+		pids[2 * n] = t->spans[i].pid;
+		pids[2 * n + 1] = t->spans[i].tid;
+	}
 	qsort(pids, n, 2 * sizeof(*pids), pair_cmp);
 	for (size_t i = 0; i < n; i++) {
 		bool new_pid = i == 0 || pids[2 * i] != pids[2 * i - 2];
@@ -278,7 +392,7 @@ static void thread_names(struct timeline *t)
 		}
 	}
 	free(pids);
-	if (t->n_spans) {
+	if (t->n_spans > t->n_threaded) {
 		meta(t, "process_name", SPANS_PID, 0, "spans (one track per state)");
 		for (uint32_t s = 0; s < t->states.n; s++)
 			for (uint32_t l = 0; l < t->lanes_of[s]; l++) {
@@ -298,8 +412,11 @@ static void span_events(struct timeline *t)
 		event_start(t);
 		out_str(t->b, "{\"ph\":\"X\",\"cat\":\"span\",\"name\":\"");
 		out_json_str(t->b, t->states.str[s->state]);
-		out_printf(t->b, "\",\"pid\":%u,\"tid\":%" PRIu32, SPANS_PID,
-			   span_tid(t, s->state, s->lane));
+		if (s->on_thread)
+			out_printf(t->b, "\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, s->pid, s->tid);
+		else
+			out_printf(t->b, "\",\"pid\":%u,\"tid\":%" PRIu32, SPANS_PID,
+				   span_tid(t, s->state, s->lane));
 		put_ts(t, "ts", s->start - t->t0);
 		put_ts(t, "dur", s->dur);
 		out_str(t->b, "}");
@@ -457,9 +574,19 @@ static void other_data(struct timeline *t)
 	out_json_str(t->b, t->v->filter);
 	out_printf(t->b, "\",\"wall_clock_ns_at_ts_0\":\"%" PRIu64 "\",\"samples\":\"%" PRIu64 "\"",
 		   t->t0, p->kept);
-	if (t->span_file)
-		out_printf(t->b, ",\"spans\":\"from %s, which has no thread column: one track per "
-			   "state in process 'spans'\"", t->span_file);
+	if (t->n_threaded || t->unthreaded) {
+		out_str(t->b, ",\"spans\":\"");
+		if (t->n_threaded)
+			out_printf(t->b, "%zu on their threads (from %s)%s", t->n_threaded,
+				   PROFILE_SPANS_FILE, t->unthreaded ? "; " : "");
+		if (t->unthreaded)
+			out_printf(t->b, "%zu in process 'spans', one track per state (%s)",
+				   t->n_spans - t->n_threaded,
+				   t->n_threaded ? "not nested on their thread, or a row of the span file "
+						   "only, which has no thread column"
+						 : "the span file has no thread column");
+		out_str(t->b, "\"");
+	}
 	for (size_t i = 0; i < p->n_losses; i++) {
 		out_str(t->b, ",\"lost_");
 		out_json_str(t->b, p->losses[i].reason);
@@ -478,6 +605,7 @@ int profile_trace(const struct profile *p, const struct report_view *v, struct o
 	int rc = -1;
 
 	intern_init(&t.states);
+	intern_init(&t.threaded_keys);
 	for (size_t i = 0; i < p->n_samples; i++)
 		if (p->samples[i].kept)
 			see_time(&t, p->samples[i].time_ns);
@@ -507,6 +635,7 @@ out:
 	csv_data_free(&mem);
 	csv_data_free(&res);
 	intern_free(&t.states);
+	intern_free(&t.threaded_keys);
 	free(t.spans);
 	free(t.lanes_of);
 	return rc;
