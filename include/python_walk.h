@@ -42,7 +42,7 @@
  * (Opentrons' analysis: 20 and more imports deep) passes 128. */
 #define PY_MAX_FRAMES 256
 #define PY_MAX_THREADS 64
-/* Frames walked: shim frames of 3.11+ (one per entry from C, so one
+/* Frames walked: shim frames of 3.12+ (one per entry from C, so one
  * per module body) are walked, not kept. */
 #define PY_MAX_VISITED 320
 /* Bytes read at once: a frame's fields the walk takes, a code object's,
@@ -386,10 +386,6 @@ PY_INLINE int py_walk_step(PY_CTX ctx, struct py_walk *w)
 
 	if (!w->frame)
 		return 1;
-	if (w->n >= PY_MAX_FRAMES) {
-		w->status = PY_WALK_TRUNCATED;
-		return 1;
-	}
 	if (!size || PY_READ(ctx, w->buf, size, w->frame)) {
 		w->status = PY_WALK_READ_FAILED;
 		return 1;
@@ -398,6 +394,12 @@ PY_INLINE int py_walk_step(PY_CTX ctx, struct py_walk *w)
 	w->frame = py_field64(w->buf, L->frame_back);
 	if (L->frame_owner != PY_NO_FIELD && py_field8(w->buf, L->frame_owner) == L->owner_cstack)
 		return 0; /* a shim frame of the C stack: no code of its own */
+	/* only a frame with code past the last slot cuts the stack (a
+	 * stack's root is a shim frame on 3.12+) */
+	if (w->n >= PY_MAX_FRAMES) {
+		w->status = PY_WALK_TRUNCATED;
+		return 1;
+	}
 	r = &w->out[w->n & (PY_MAX_FRAMES - 1)];
 	r->code = code;
 	r->qualname = 0;

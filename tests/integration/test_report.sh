@@ -209,23 +209,21 @@ then t_pass; else t_fail "exit $rc; $(cat "$T_TMP/big.err" | head -c 400)"; fi
 # profile_spans (record writes it with a profile) names each span's thread.
 # ANALYZING_PROTOCOL ran on 4243; two coroutine spans on 4246 interleave
 # (C2 starts inside C1 and ends after it), so C2 cannot be a slice on
-# that thread; GETTING_CACHED_ANALYSIS has no profile_spans row.
+# that thread; GETTING_CACHED_ANALYSIS has no profile_spans row; OTHER
+# ran in another process, which --pid 4242 leaves out.
 t_begin "trace: spans on the threads that ran them; what cannot nest, or has no thread, on the span tracks"
 THR=$(fresh_dir)
 cp -r "$CAP"/. "$THR"/
-printf 'CORO,%d,10000000
-CORO,%d,10000000
-' $((T0 + 1000000)) $((T0 + 5000000)) >>"$THR/robot_context_data"
-printf '%d,4242,4243,ANALYZING_PROTOCOL,%d
-%d,4242,4246,CORO,10000000
-%d,4242,4246,CORO,10000000
-' \
-	$T0 $((60 * PERIOD)) $((T0 + 1000000)) $((T0 + 5000000)) >"$THR/profile_spans"
+printf 'CORO,%d,10000000\nCORO,%d,10000000\nOTHER,%d,7000\n' $((T0 + 1000000)) $((T0 + 5000000)) \
+	$((T0 + 2000000)) >>"$THR/robot_context_data"
+printf '%d,4242,4243,ANALYZING_PROTOCOL,%d\n%d,4242,4246,CORO,10000000\n%d,4242,4246,CORO,10000000\n%d,4300,4301,OTHER,7000\n' \
+	$T0 $((60 * PERIOD)) $((T0 + 1000000)) $((T0 + 5000000)) $((T0 + 2000000)) >"$THR/profile_spans"
 printf 'time_ns,pid,tid,state,duration_ns' >"$THR/profile_spans_headers"
 "$PMETRICS" report "$THR" --format trace >"$T_TMP/thr.out" 2>&1 &&
-	"$PMETRICS" report "$THR" --format trace --span ANALYZING_PROTOCOL -o "$THR/one" >>"$T_TMP/thr.out" 2>&1
+	"$PMETRICS" report "$THR" --format trace --span ANALYZING_PROTOCOL -o "$THR/one" >>"$T_TMP/thr.out" 2>&1 &&
+	"$PMETRICS" report "$THR" --format trace --pid 4242 -o "$THR/pid" >>"$T_TMP/thr.out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && python3 - "$THR/trace.json" "$THR/one/trace.json" >"$T_TMP/thr.check" 2>&1 <<'PY'; then t_pass; else t_fail "exit $rc: $(cat "$T_TMP/thr.out" "$T_TMP/thr.check")"; fi
+if [ $rc -eq 0 ] && python3 - "$THR/trace.json" "$THR/one/trace.json" "$THR/pid/trace.json" >"$T_TMP/thr.check" 2>&1 <<'PY'; then t_pass; else t_fail "exit $rc: $(cat "$T_TMP/thr.out" "$T_TMP/thr.check")"; fi
 import json, sys
 SPANS = 4194305
 def slices(path):
@@ -236,17 +234,24 @@ def slices(path):
     return got, names, doc["otherData"]["spans"]
 got, names, note = slices(sys.argv[1])
 want = [("ANALYZING_PROTOCOL", 4242, 4243, 0.0), ("CORO", 4242, 4246, 1000.0),
-        ("CORO", SPANS, "track", 5000.0), ("GETTING_CACHED_ANALYSIS", SPANS, "track", 606060.6)]
+        ("CORO", SPANS, "track", 5000.0), ("GETTING_CACHED_ANALYSIS", SPANS, "track", 606060.6),
+        ("OTHER", 4300, 4301, 2000.0)]
 problems = []
 if got != want:
     problems.append(f"slices {got}")
-if ("thread_name", 4242, 4246, "tid 4246") not in names or ("process_name", SPANS, 0, "spans (one track per state)") not in names:
+if ("thread_name", 4242, 4246, "tid 4246") not in names or \
+        ("process_name", SPANS, 0, "spans (one track per state)") not in names or \
+        ("process_name", 4300, 0, "pid 4300") not in names:
     problems.append(f"names {sorted(names)}")
-if not note.startswith("2 on their threads (from profile_spans); 2 in process 'spans'"):
+if not note.startswith("3 on their threads (from profile_spans); 2 in process 'spans'"):
     problems.append(f"note {note}")
 got, names, note = slices(sys.argv[2])
-if got != [("ANALYZING_PROTOCOL", 4242, 4243, 0.0)] or any(n[1] == SPANS for n in names) or note != "1 on their threads (from profile_spans)":
+if got != [("ANALYZING_PROTOCOL", 4242, 4243, 0.0)] or any(n[1] == SPANS for n in names) or \
+        note != "1 on their threads (from profile_spans)":
     problems.append(f"--span: {got} {note}")
+got, names, note = slices(sys.argv[3])
+if [g for g in got if g[0] == "OTHER"] or any(n[1] == 4300 for n in names):
+    problems.append(f"--pid 4242: {got} {sorted(names)}")
 print("\n".join(problems))
 sys.exit(1 if problems else 0)
 PY

@@ -435,6 +435,56 @@ static void folded_by_time(void **state)
 	remove_dir(dir);
 }
 
+/* The flame graph's own texts round a half up, as its script does
+ * (printf alone would write 1.125 s as "1.12 s"): 1125 and 875 samples
+ * of 1 ms, and 1 sample of 32 (3.125 %). */
+static void svg_rounds_halves_up(void **state)
+{
+	char *dir = make_dir(), err[256], rows[1024] = "", row[256], foo[17], bar[17];
+	static const char *const stacks[] = { "main;foo", "main;bar" };
+	struct out_buf b = { 0 };
+	struct profile p;
+	FILE *f;
+	(void)state;
+
+	for (int s = 0; s < 2; s++) {
+		stack_row(row, sizeof(row), stacks[s]);
+		strcat(rows, row);
+	}
+	write_file(dir, "profile_stacks", rows, "w");
+	snprintf(foo, sizeof(foo), "%s", id_of(stacks[0]));
+	snprintf(bar, sizeof(bar), "%s", id_of(stacks[1]));
+	snprintf(row, sizeof(row), "%s/profile_samples", dir);
+	f = fopen(row, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 2000; i++)
+		fprintf(f, "%d,1,1,on-cpu,1000000,,%s\n", 100 + i, i < 1125 ? foo : bar);
+	fclose(f);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(profile_svg(&p, &(struct report_view){ .source = dir, .filter = "",
+				     .weight = PROFILE_WEIGHT_TIME }, &b), 0);
+	assert_non_null(strstr(b.s, "<title>foo (1.13 s, 56.25%)</title>"));
+	assert_non_null(strstr(b.s, "<title>bar (875.00 ms, 43.75%)</title>"));
+	assert_non_null(strstr(b.s, ">2.00 s of on-CPU time<"));
+	out_free(&b);
+	profile_free(&p);
+
+	f = fopen(row, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 32; i++)
+		fprintf(f, "%d,1,1,on-cpu,1000000,,%s\n", 100 + i, i < 1 ? foo : bar);
+	fclose(f);
+	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	assert_int_equal(profile_svg(&p, &(struct report_view){ .source = dir, .filter = "" }, &b), 0);
+	assert_non_null(strstr(b.s, "<title>foo (1 sample, 3.13%)</title>"));
+	assert_non_null(strstr(b.s, "<title>bar (31 samples, 96.88%)</title>"));
+	out_free(&b);
+	profile_free(&p);
+	remove_dir(dir);
+}
+
 static void frames_kept_whole(void **state)
 {
 	char *dir = make_dir(), err[256], big[200];
@@ -727,6 +777,7 @@ int main(void)
 		cmocka_unit_test(aggregation_and_filters),
 		cmocka_unit_test(folded_bytes),
 		cmocka_unit_test(folded_by_time),
+		cmocka_unit_test(svg_rounds_halves_up),
 		cmocka_unit_test(frames_kept_whole),
 		cmocka_unit_test(frame_forms),
 		cmocka_unit_test(decimal_fields),

@@ -8,7 +8,8 @@
  * are each named right; that an unreadable code object is not
  * remembered; that a thread's cached thread state is checked and its
  * innermost frame found with one read of it, and given up once it names
- * another thread. */
+ * another thread; that a stack is cut only past PY_MAX_FRAMES frames
+ * with code. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,7 +19,7 @@
 
 /* The target's memory: BYTES at BASE; reads of code objects counted. */
 struct fake_memory {
-	uint8_t bytes[0x4000];
+	uint8_t bytes[0x8000];
 	uint64_t base;
 	uint64_t unreadable; /* an address whose reads fail, 0: none */
 	int code_reads;      /* reads of code objects tried */
@@ -34,6 +35,8 @@ struct fake_memory {
 /* a thread state, and the C frame its ->cframe points to */
 #define TSTATE_AT (BASE + 0x3000)
 #define CFRAME_AT (BASE + 0x3800)
+/* frames of a deep stack, 32 bytes each */
+#define DEEP_FRAME_AT(i) (BASE + 0x4000 + 0x20 * (uint64_t)(i))
 
 static int fake_read(struct fake_memory *m, void *dst, size_t size, uint64_t addr)
 {
@@ -98,9 +101,10 @@ struct walk_result {
 	uint32_t n, status;
 };
 
-static void walk_from(struct fake_memory *m, int innermost, struct walk_result *r)
+/* The walk from the frame at INNERMOST, as both samplers run it. */
+static void walk_at(struct fake_memory *m, uint64_t innermost, struct walk_result *r)
 {
-	struct py_walk w = { .L = &layout, .frame = FRAME_AT(innermost), .out = r->out,
+	struct py_walk w = { .L = &layout, .frame = innermost, .out = r->out,
 			     .memo = r->memo, .status = PY_WALK_OK };
 	uint8_t buf[PY_SCRATCH_BYTES];
 
@@ -108,8 +112,15 @@ static void walk_from(struct fake_memory *m, int innermost, struct walk_result *
 	w.buf = buf;
 	for (int i = 0; i < PY_MAX_VISITED && !py_walk_step(m, &w); i++)
 		;
+	if (w.frame && w.status == PY_WALK_OK)
+		w.status = PY_WALK_TRUNCATED;
 	r->n = w.n;
 	r->status = w.status;
+}
+
+static void walk_from(struct fake_memory *m, int innermost, struct walk_result *r)
+{
+	walk_at(m, FRAME_AT(innermost), r);
 }
 
 static void expect_frame(const struct py_frame_ref *f, uint64_t code_at, int id, int unit)
@@ -164,6 +175,38 @@ static void recursion_reads_a_code_object_once(void **state)
 	/* four code objects, one read each: the recursion's three repeats
 	 * came from the memo */
 	assert_int_equal(m->code_reads, 4);
+}
+
+/* A shim frame at the root (3.12+), then N frames with code, the
+ * innermost at DEEP_FRAME_AT(N). */
+static void deep_stack(struct fake_memory *m, int n)
+{
+	code(m, CODE_AT(1), 2);
+	put64(m, DEEP_FRAME_AT(0), 0);
+	m->bytes[DEEP_FRAME_AT(0) + 24 - m->base] = 3;
+	for (int i = 1; i <= n; i++) {
+		put64(m, DEEP_FRAME_AT(i), CODE_AT(1));
+		put64(m, DEEP_FRAME_AT(i) + 8, DEEP_FRAME_AT(i - 1));
+		put64(m, DEEP_FRAME_AT(i) + 16, CODE_AT(1) + 0x80);
+	}
+}
+
+/* PY_MAX_FRAMES frames with code under the root's shim frame are the
+ * whole stack; one more is cut. */
+static void a_stack_is_cut_only_past_the_last_slot(void **state)
+{
+	struct fake_memory *m = memory();
+	struct walk_result r;
+
+	(void)state;
+	deep_stack(m, PY_MAX_FRAMES);
+	walk_at(m, DEEP_FRAME_AT(PY_MAX_FRAMES), &r);
+	assert_int_equal(r.status, PY_WALK_OK);
+	assert_int_equal(r.n, PY_MAX_FRAMES);
+	deep_stack(m, PY_MAX_FRAMES + 1);
+	walk_at(m, DEEP_FRAME_AT(PY_MAX_FRAMES + 1), &r);
+	assert_int_equal(r.status, PY_WALK_TRUNCATED);
+	assert_int_equal(r.n, PY_MAX_FRAMES);
 }
 
 static void code_objects_sharing_a_slot_are_each_named(void **state)
@@ -294,6 +337,7 @@ int main(void)
 		cmocka_unit_test_setup(a_cached_thread_state_costs_one_read, thread_found),
 		cmocka_unit_test_setup(a_thread_state_naming_another_thread_is_given_up, thread_found),
 		cmocka_unit_test(fields_far_apart_are_read_one_by_one),
+		cmocka_unit_test(a_stack_is_cut_only_past_the_last_slot),
 	};
 
 	return cmocka_run_group_tests(tests, 0, NULL);

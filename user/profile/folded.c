@@ -22,7 +22,7 @@ int profile_folded(const struct profile *p, const struct report_view *v, struct 
 		uint64_t value = 0;
 
 		for (; i < p->n_aggs && p->aggs[i].stack == stack; i++)
-			value += profile_agg_value(&p->aggs[i], v->weight);
+			value = profile_add_held(value, profile_agg_value(&p->aggs[i], v->weight));
 		if (v->weight == PROFILE_WEIGHT_TIME)
 			value = value / 1000 + (value % 1000 >= 500);
 		out_str(b, p->stack_texts.str[p->stacks[stack].text]);

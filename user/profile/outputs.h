@@ -48,6 +48,8 @@ struct report_view {
 	const char *filter;   /* "--span A --kind on-cpu", or "" */
 	const char *const *states; /* the --span states (the timeline keeps their spans) */
 	size_t n_states;
+	const uint32_t *pids;      /* the --pid processes (the timeline keeps their spans) */
+	size_t n_pids;
 	enum profile_weight weight;
 };
 

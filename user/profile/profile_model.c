@@ -15,12 +15,6 @@ static int parse_i64_range(const char *s, size_t len, uint64_t *out)
 	return profile_decimal_parse(s, len, INT64_MAX, out);
 }
 
-/* A + B, held at UINT64_MAX: sums of rows, which could come from anywhere. */
-static uint64_t add_held(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static int parse_u32(const char *s, size_t len, uint32_t *out)
 {
 	uint64_t v;
@@ -283,7 +277,7 @@ static int add_loss(struct profile *p, const char *reason, uint64_t count)
 {
 	for (size_t i = 0; i < p->n_losses; i++)
 		if (strcmp(p->losses[i].reason, reason) == 0) {
-			p->losses[i].count = add_held(p->losses[i].count, count);
+			p->losses[i].count = profile_add_held(p->losses[i].count, count);
 			return 0;
 		}
 	struct profile_loss_total *l = realloc(p->losses, (p->n_losses + 1) * sizeof(*l));
@@ -623,7 +617,7 @@ static bool mark_kept(struct profile *p, const struct profile_filter *f, const l
 			continue;
 		p->kept++;
 		p->kept_count[s->kind]++;
-		p->kept_weight[s->kind] = add_held(p->kept_weight[s->kind], s->weight_ns);
+		p->kept_weight[s->kind] = profile_add_held(p->kept_weight[s->kind], s->weight_ns);
 		several |= !first && s->pid != pid;
 		pid = s->pid;
 		first = false;
@@ -669,7 +663,7 @@ int profile_select(struct profile *p, const struct profile_filter *f)
 				goto out;
 		}
 		p->aggs[a].count++;
-		p->aggs[a].weight_ns = add_held(p->aggs[a].weight_ns, s->weight_ns);
+		p->aggs[a].weight_ns = profile_add_held(p->aggs[a].weight_ns, s->weight_ns);
 	}
 	qsort_r(p->aggs, p->n_aggs, sizeof(*p->aggs), agg_cmp, p);
 	rc = 0;
@@ -683,7 +677,7 @@ uint64_t profile_lost_total(const struct profile *p)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < p->n_losses; i++)
-		n = add_held(n, p->losses[i].count);
+		n = profile_add_held(n, p->losses[i].count);
 	return n;
 }
 

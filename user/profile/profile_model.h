@@ -124,6 +124,12 @@ uint32_t profile_process_at(const struct profile *p, uint32_t pid, uint64_t time
 void profile_process_frame(const struct profile *p, uint32_t pid, uint32_t process, char *buf,
 			   size_t *len);
 
+/* A + B, held at UINT64_MAX: sums of rows, which could come from anywhere. */
+static inline uint64_t profile_add_held(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* Sum of the losses, and the total of one reason (0 when none). */
 uint64_t profile_lost_total(const struct profile *p);
 

@@ -359,7 +359,8 @@ static int write_outputs(const struct report_opts *o, const struct profile *p,
 {
 	enum { N = sizeof(formats) / sizeof(formats[0]) };
 	struct report_view v = { .source = o->dir, .filter = o->filter, .states = o->spans,
-				 .n_states = o->n_spans, .weight = weight };
+				 .n_states = o->n_spans, .pids = o->pids, .n_pids = o->n_pids,
+				 .weight = weight };
 	char err[512], path[4352], tmp[N][PATH_MAX];
 	struct out_buf b[N] = { 0 };
 	bool staged[N] = { false };

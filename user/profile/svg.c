@@ -80,7 +80,7 @@ static int build_tree(struct tree *t, const struct profile *p, enum profile_weig
 		uint32_t at = 0;
 		uint64_t value = profile_agg_value(&p->aggs[a], weight);
 
-		t->nodes[0].value += value;
+		t->nodes[0].value = profile_add_held(t->nodes[0].value, value);
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t key = (uint64_t)at << 32 | s->frames[d];
 			long n = u64map_get(&child, key);
@@ -90,7 +90,7 @@ static int build_tree(struct tree *t, const struct profile *p, enum profile_weig
 					goto out;
 			}
 			at = (uint32_t)n;
-			t->nodes[at].value += value;
+			t->nodes[at].value = profile_add_held(t->nodes[at].value, value);
 		}
 		t->leaf[a] = at;
 	}
@@ -207,9 +207,10 @@ static const char script[] =
 " for(var i=1;i<N;i++){var p=D.parent[i];xs[i]=off[p];off[p]+=cnt[i];off[i]=xs[i];}\n"
 " total=cnt[0];}\n"
 "function name(i){return i?D.names[D.name[i]]:'all';}\n"
-"function share(c){return total?(100*c/total).toFixed(2):'0.00';}\n"
+"function fixed2(n,d){var h=Math.round(n*100/d);return Math.floor(h/100)+'.'+('0'+h%100).slice(-2);}\n"
+"function share(c){return total?fixed2(100*c,total):'0.00';}\n"
 "function amount(v){if(!D.time)return v+' sample'+(v==1?'':'s');\n"
-" return v>=1e9?(v/1e9).toFixed(2)+' s':v>=1e6?(v/1e6).toFixed(2)+' ms':v>=1e3?(v/1e3).toFixed(2)+' \\u00b5s':v+' ns';}\n"
+" return v>=1e9?fixed2(v,1e9)+' s':v>=1e6?fixed2(v,1e6)+' ms':v>=1e3?fixed2(v,1e3)+' \\u00b5s':v+' ns';}\n"
 "function label(i){return name(i)+' ('+amount(cnt[i])+', '+share(cnt[i])+'%)';}\n"
 "function isAnc(i,z){return i<=z&&z<=end[i];}\n"
 "function matches(i){return re!==null&&i>0&&re.test(name(i));}\n"
@@ -325,21 +326,29 @@ static void frame_label(struct out_buf *b, const char *name, double width)
 	out_xml_str(b, tmp);
 }
 
+/* N / D to two places, half rounded up, as the script's fixed2() has
+ * it (printf would round a half to even: 1.125 s as "1.12"). */
+static void put_fixed2(struct out_buf *b, unsigned __int128 n, uint64_t d)
+{
+	unsigned __int128 h = d ? (n * 200 + d) / ((unsigned __int128)d * 2) : 0;
+
+	out_printf(b, "%" PRIu64 ".%02u", (uint64_t)(h / 100), (unsigned)(h % 100));
+}
+
 /* V as the script's amount() writes it: "12 samples", or a time. */
 static void put_amount(struct out_buf *b, const struct tree *t, uint64_t v)
 {
-	double d = (double)v;
-
-	if (t->weight == PROFILE_WEIGHT_SAMPLES)
+	if (t->weight == PROFILE_WEIGHT_SAMPLES) {
 		out_printf(b, "%" PRIu64 " sample%s", v, v == 1 ? "" : "s");
-	else if (v >= 1000000000)
-		out_printf(b, "%.2f s", d / 1e9);
-	else if (v >= 1000000)
-		out_printf(b, "%.2f ms", d / 1e6);
-	else if (v >= 1000)
-		out_printf(b, "%.2f \u00b5s", d / 1e3);
-	else
+		return;
+	}
+	if (v < 1000) {
 		out_printf(b, "%" PRIu64 " ns", v);
+		return;
+	}
+	uint64_t unit = v >= 1000000000 ? 1000000000 : v >= 1000000 ? 1000000 : 1000;
+	put_fixed2(b, v, unit);
+	out_str(b, unit == 1000000000 ? " s" : unit == 1000000 ? " ms" : " \u00b5s");
 }
 
 static void draw_frames(struct out_buf *b, const struct tree *t)
@@ -360,7 +369,7 @@ static void draw_frames(struct out_buf *b, const struct tree *t)
 		const struct node *n = &t->nodes[i];
 		if (k > 0) {
 			x[i] = off[n->parent];
-			off[n->parent] += n->value;
+			off[n->parent] = profile_add_held(off[n->parent], n->value);
 			off[i] = x[i];
 		}
 		double px = PAD + (double)x[i] * scale, w = (double)n->value * scale;
@@ -376,7 +385,9 @@ static void draw_frames(struct out_buf *b, const struct tree *t)
 		out_xml_str(b, name);
 		out_str(b, " (");
 		put_amount(b, t, n->value);
-		out_printf(b, ", %.2f%%)</title>", 100.0 * (double)n->value / (double)t->nodes[0].value);
+		out_str(b, ", ");
+		put_fixed2(b, (unsigned __int128)n->value * 100, t->nodes[0].value);
+		out_str(b, "%)</title>");
 		out_printf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
 			   px, y, w, FRAME_H - 1, colour);
 		if ((long)((w - 6) / CHAR_W) >= 3) {

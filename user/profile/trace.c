@@ -115,10 +115,21 @@ static bool span_wanted(const struct report_view *v, const char *state)
 	return false;
 }
 
-/* A span's key, by which a span file's row is found in profile_spans. */
+static bool pid_wanted(const struct report_view *v, uint64_t pid)
+{
+	if (v->n_pids == 0)
+		return true;
+	for (size_t i = 0; i < v->n_pids; i++)
+		if (v->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* A span's key, by which a span file's row is found in profile_spans
+ * (a state too long for BUF loses its end, never the times). */
 static size_t span_key(char *buf, size_t size, const char *state, uint64_t start, uint64_t dur)
 {
-	int n = snprintf(buf, size, "%s %" PRIu64 " %" PRIu64, state, start, dur);
+	int n = snprintf(buf, size, "%" PRIu64 " %" PRIu64 " %s", start, dur, state);
 
 	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
@@ -163,13 +174,14 @@ static int read_thread_spans(struct timeline *t, size_t *cap, char *err, size_t 
 			t->bad_rows++;
 			continue;
 		}
-		if (!span_wanted(t->v, r.field[3]))
-			continue;
+		/* every row is known, so that a span file's row of a process
+		 * --pid leaves out is not taken for one without a thread */
 		if (intern_add(&t->threaded_keys, key,
 			       span_key(key, sizeof(key), r.field[3], start, dur)) < 0 ||
-		    add_span(t, cap, r.field[3], r.len[3],
-			     (struct span_row){ .start = start, .dur = dur, .pid = (uint32_t)pid,
-						.tid = (uint32_t)tid, .on_thread = true })) {
+		    (span_wanted(t->v, r.field[3]) && pid_wanted(t->v, pid) &&
+		     add_span(t, cap, r.field[3], r.len[3],
+			      (struct span_row){ .start = start, .dur = dur, .pid = (uint32_t)pid,
+						 .tid = (uint32_t)tid, .on_thread = true }))) {
 			csv_data_free(&d);
 			snprintf(err, errlen, "out of memory reading the spans");
 			return -1;
