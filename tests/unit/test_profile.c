@@ -391,23 +391,40 @@ static void folded_bytes(void **state)
 	remove_dir(dir);
 }
 
+/* DIR's profile_stacks holding STACKS[0..N) */
+static void write_stacks(const char *dir, const char *const *stacks, int n)
+{
+	char rows[1024] = "", row[256];
+
+	for (int s = 0; s < n; s++) {
+		stack_row(row, sizeof(row), stacks[s]);
+		strcat(rows, row);
+	}
+	write_file(dir, "profile_stacks", rows, "w");
+}
+
+/* DIR's profile, every sample kept. */
+static void load_all(const char *dir, struct profile *p)
+{
+	char err[256];
+
+	assert_int_equal(profile_load(dir, p, err, sizeof(err)), 0);
+	assert_int_equal(profile_select(p, &(struct profile_filter){ .kind = -1 }), 0);
+}
+
 /* Weighed by time, a stack's count is its nanoseconds in microseconds,
  * rounded once per stack (not per sample), half up; on- and off-CPU
  * samples of one stack add up. */
 static void folded_by_time(void **state)
 {
-	char *dir = make_dir(), err[256], rows[1024] = "", row[256], burn[17], wait[17];
+	char *dir = make_dir(), rows[1024], burn[17], wait[17];
 	static const char *const stacks[] = { "main;burn", "main;wait_[k]" };
 	struct report_view by_time = { .weight = PROFILE_WEIGHT_TIME };
 	struct out_buf b = { 0 };
 	struct profile p;
 	(void)state;
 
-	for (int s = 0; s < 2; s++) {
-		stack_row(row, sizeof(row), stacks[s]);
-		strcat(rows, row);
-	}
-	write_file(dir, "profile_stacks", rows, "w");
+	write_stacks(dir, stacks, 2);
 	/* burn: 3 x 10101010 ns = 30303.03 us; wait: 1499 + 1 ns on-CPU
 	 * (1.5 us, up to 2) and 2 s + 499 ns off-CPU */
 	snprintf(burn, sizeof(burn), "%s", id_of(stacks[0]));
@@ -418,8 +435,7 @@ static void folded_by_time(void **state)
 		 "140,1,2,on-cpu,1,,%s\n150,1,2,off-cpu,2000000499,,%s\n",
 		 burn, burn, burn, wait, wait, wait);
 	write_file(dir, "profile_samples", rows, "w");
-	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
-	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	load_all(dir, &p);
 	assert_int_equal(profile_folded(&p, &by_time, &b), 0);
 	assert_string_equal(b.s, "main;burn 30303\nmain;wait_[k] 2000002\n");
 	out_free(&b);
@@ -438,30 +454,33 @@ static void folded_by_time(void **state)
 /* The flame graph's own texts round a half up, as its script does
  * (printf alone would write 1.125 s as "1.12 s"): 1125 and 875 samples
  * of 1 ms, and 1 sample of 32 (3.125 %). */
+/* PATH: N on-CPU samples of 1 ms, the first FIRST of them on stack
+ * id A, the others on B; then the profile of DIR, every sample kept. */
+static void one_ms_samples(const char *dir, const char *path, int n, int first, const char *a,
+			   const char *b, struct profile *p)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%d,1,1,on-cpu,1000000,,%s\n", 100 + i, i < first ? a : b);
+	fclose(f);
+	load_all(dir, p);
+}
+
 static void svg_rounds_halves_up(void **state)
 {
-	char *dir = make_dir(), err[256], rows[1024] = "", row[256], foo[17], bar[17];
+	char *dir = make_dir(), path[256], foo[17], bar[17];
 	static const char *const stacks[] = { "main;foo", "main;bar" };
 	struct out_buf b = { 0 };
 	struct profile p;
-	FILE *f;
 	(void)state;
 
-	for (int s = 0; s < 2; s++) {
-		stack_row(row, sizeof(row), stacks[s]);
-		strcat(rows, row);
-	}
-	write_file(dir, "profile_stacks", rows, "w");
+	write_stacks(dir, stacks, 2);
 	snprintf(foo, sizeof(foo), "%s", id_of(stacks[0]));
 	snprintf(bar, sizeof(bar), "%s", id_of(stacks[1]));
-	snprintf(row, sizeof(row), "%s/profile_samples", dir);
-	f = fopen(row, "w");
-	assert_non_null(f);
-	for (int i = 0; i < 2000; i++)
-		fprintf(f, "%d,1,1,on-cpu,1000000,,%s\n", 100 + i, i < 1125 ? foo : bar);
-	fclose(f);
-	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
-	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	snprintf(path, sizeof(path), "%s/profile_samples", dir);
+	one_ms_samples(dir, path, 2000, 1125, foo, bar, &p);
 	assert_int_equal(profile_svg(&p, &(struct report_view){ .source = dir, .filter = "",
 				     .weight = PROFILE_WEIGHT_TIME }, &b), 0);
 	assert_non_null(strstr(b.s, "<title>foo (1.13 s, 56.25%)</title>"));
@@ -470,13 +489,7 @@ static void svg_rounds_halves_up(void **state)
 	out_free(&b);
 	profile_free(&p);
 
-	f = fopen(row, "w");
-	assert_non_null(f);
-	for (int i = 0; i < 32; i++)
-		fprintf(f, "%d,1,1,on-cpu,1000000,,%s\n", 100 + i, i < 1 ? foo : bar);
-	fclose(f);
-	assert_int_equal(profile_load(dir, &p, err, sizeof(err)), 0);
-	assert_int_equal(profile_select(&p, &(struct profile_filter){ .kind = -1 }), 0);
+	one_ms_samples(dir, path, 32, 1, foo, bar, &p);
 	assert_int_equal(profile_svg(&p, &(struct report_view){ .source = dir, .filter = "" }, &b), 0);
 	assert_non_null(strstr(b.s, "<title>foo (1 sample, 3.13%)</title>"));
 	assert_non_null(strstr(b.s, "<title>bar (31 samples, 96.88%)</title>"));
