@@ -585,6 +585,8 @@ static __always_inline void say_process(__u32 type, __u32 tgid)
 	r->type = type;
 	r->pid = tgid;
 	r->mono_ns = bpf_ktime_get_ns();
+	if (type != SAMPLER_REC_EXEC || bpf_get_current_comm(r->comm, sizeof(r->comm)))
+		__builtin_memset(r->comm, 0, sizeof(r->comm));
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 

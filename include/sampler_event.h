@@ -97,6 +97,10 @@ struct sampler_process {
 	__u32 type;           /* SAMPLER_REC_EXEC or SAMPLER_REC_EXIT */
 	__u32 pid;
 	__u64 mono_ns;        /* when (bpf_ktime_get_ns()) */
+	/* an exec: the program's name as the kernel has it then (the file's
+	 * base name, 15 bytes at most), for a process gone, or exec'd again,
+	 * by the time the loader reads its command line */
+	char comm[16];
 };
 
 /* Loss counters of the BPF side, per CPU: X(NAME, what they are). */

@@ -281,14 +281,27 @@ static void process_command(pid_t pid, char *out, size_t size)
 		snprintf(out, size, "[%s]", st.comm);
 }
 
-/* A profile_processes row: PID runs what it runs now from MONO_NS on. */
-static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns)
+/* Whether PID still runs the program named COMM: its name is still
+ * that (a later exec, or a process gone, changes or removes it). */
+static bool still_runs(pid_t pid, const char *comm)
+{
+	struct proc_stat st;
+
+	return proc_stat_read(pid, &st) == 0 && strcmp(st.comm, comm) == 0;
+}
+
+/* A profile_processes row: PID runs what it runs now from MONO_NS on;
+ * EXEC_COMM: the program an exec at MONO_NS started ("" for none, or
+ * not known), "[EXEC_COMM]" when PID no longer runs it. */
+static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns, const char *exec_comm)
 {
 	char command[PROFILE_COMMAND_MAX + 1];
 
 	if (s->cfg.held && pid == s->cfg.pid)
 		return; /* still pmetrics, before the exec */
 	process_command(pid, command, sizeof(command));
+	if (exec_comm[0] && !still_runs(pid, exec_comm))
+		snprintf(command, sizeof(command), "[%s]", exec_comm);
 	if (command[0])
 		profile_writer_process(s->w, wall_clock_from_mono(&s->clock, mono_ns),
 				       (uint32_t)pid, command);
@@ -296,9 +309,10 @@ static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns)
 
 /* A new process, not looked at yet, first seen at SEEN_NS (its first
  * sample's or exec's time: its profile_processes row's, so that a pid
- * used again gets the new program's row for all its samples); NULL
- * without memory. */
-static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now, uint64_t seen_ns)
+ * used again gets the new program's row for all its samples); EXEC_COMM
+ * as note_process() has it. NULL without memory. */
+static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now, uint64_t seen_ns,
+				    const char *exec_comm)
 {
 	struct proc_state *p;
 
@@ -308,7 +322,7 @@ static struct proc_state *new_proc(struct sampler *s, pid_t pid, uint64_t now, u
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->first_seen_ns = now;
-	note_process(s, pid, seen_ns);
+	note_process(s, pid, seen_ns, exec_comm);
 	s->procs_seen++;
 	if (s->n_procs > s->procs_most)
 		s->procs_most = s->n_procs;
@@ -345,7 +359,7 @@ struct proc_state *sampler_proc(struct sampler *s, pid_t pid, uint64_t seen_ns)
 	uint64_t now = monotonic_ns();
 
 	if (!p) {
-		p = new_proc(s, pid, now, seen_ns);
+		p = new_proc(s, pid, now, seen_ns, "");
 		if (!p)
 			return NULL;
 		look_at(s, p, now);
@@ -367,7 +381,7 @@ void sampler_exit(struct sampler *s, pid_t pid)
 		*p = s->procs[--s->n_procs];
 }
 
-void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns)
+void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns, const char *comm)
 {
 	struct proc_state *p = find_proc(s, pid);
 
@@ -377,9 +391,9 @@ void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns)
 	python_names_forget(s->names, pid);
 	unwinder_forget(s->unw, pid);
 	if (p)
-		note_process(s, pid, mono_ns);
+		note_process(s, pid, mono_ns, comm);
 	else
-		p = new_proc(s, pid, monotonic_ns(), mono_ns);
+		p = new_proc(s, pid, monotonic_ns(), mono_ns, comm);
 	if (!p)
 		return;
 	p->kind = PROC_UNKNOWN;

@@ -118,7 +118,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	} else if (*type == SAMPLER_REC_EXEC && size >= sizeof(struct sampler_process)) {
 		const struct sampler_process *e = data;
 
-		sampler_exec(b->s, (pid_t)e->pid, e->mono_ns);
+		char comm[sizeof(e->comm) + 1];
+
+		snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(e->comm), e->comm);
+		sampler_exec(b->s, (pid_t)e->pid, e->mono_ns, comm);
 	} else if (*type == SAMPLER_REC_EXIT && size >= sizeof(struct sampler_process)) {
 		const struct sampler_process *e = data;
 

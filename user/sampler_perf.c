@@ -361,9 +361,15 @@ static void on_record(struct perf_source *p, const struct perf_event_header *h)
 			memcpy(&pid, b, 4);
 			if (trailer(b, len, &pid, &tid, &time) &&
 			    (p->last_exec_pid != pid || p->last_exec_time != time)) {
+				char comm[16] = "";
+
 				p->last_exec_pid = pid;
 				p->last_exec_time = time;
-				sampler_exec(p->s, (pid_t)pid, time);
+				/* pid, tid, the name NUL-terminated, the trailer */
+				if (len > 8 + 24)
+					snprintf(comm, sizeof(comm), "%.*s", (int)(len - 8 - 24),
+						 (const char *)b + 8);
+				sampler_exec(p->s, (pid_t)pid, time, comm);
 			}
 		}
 		break;

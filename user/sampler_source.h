@@ -76,8 +76,10 @@ void sampler_add(struct sampler *s, const struct raw_sample *r);
  * its switch-in: it is dropped and counted. */
 void sampler_back_on_cpu(struct sampler *s, pid_t tid, uint64_t out_ns, uint64_t in_ns);
 /* Process PID exec'd at MONO_NS: its program, interpreter and symbols
- * changed. */
-void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns);
+ * changed. COMM: the new program's name as the exec left it ("" when
+ * not known), which names the process when it is gone, or runs another
+ * program, by the time its command line is read. */
+void sampler_exec(struct sampler *s, pid_t pid, uint64_t mono_ns, const char *comm);
 /* Process PID ended, every sample of it handed over: what is known of
  * it (symbols, its DWARF unwinder, Python names) is let go, or a long
  * capture of a program that starts many children would keep it all. */

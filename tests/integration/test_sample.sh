@@ -487,6 +487,25 @@ unnamed_counted() {
 
 # A Python process of a tenth of a second, which may end before its last
 # samples are read (then its frames cannot be named).
+# A process that execs again at once (a wrapper: sh, env, bash, sleep) has
+# a profile_processes row per exec, each naming the program that exec
+# started: its command line when it still runs it as the record is
+# handled, else "[name]" (the name the exec gave it), never the command
+# line of a later program. By BPF and by perf_event_open, which reads an
+# exec's record later.
+exec_chain_named() {
+	local way out got
+	for way in bpf perf; do
+		out=$(fresh_dir)
+		capture "exec_chain.$way" "$out" "$(source_env "$way")" -- --sample=999 -- \
+			sh -c 'exec env bash -c "exec sleep 0.3; true"' || continue
+		t_begin "exec_chain.$way.named"
+		got=$(cut -d, -f3- "$out/profile_processes" | sed 's/^"//; s/ .*//; s/^\[\(.*\)\]$/\1/' | tr '\n' ' ')
+		if [ "$got" = "sh env bash sleep " ]; then t_pass; sed 's/^/    /' "$out/profile_processes"
+		else t_fail "programs named: $got; rows: $(tr '\n' '|' <"$out/profile_processes")"; fi
+	done
+}
+
 # Python stacks deeper than the walk goes: a recursion 200 calls deep
 # (nested imports reach that) is whole, back to <module>; one 300 deep
 # starts with [truncated], counted as stack_truncated, never with a
@@ -532,6 +551,7 @@ python_found_late
 exec_child_python
 import_names
 short_python_unnamed
+exec_chain_named
 deep_stacks
 ring_full_named
 python_tests 10

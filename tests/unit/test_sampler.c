@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The sampler's pure parts: --sample's rate, the qualified name of a
  * 3.8-3.10 function read from its source, and which of a sample's two
- * native walks is believed; and which switch-out a switch-in ends, on a
- * real sampler of this process (perf_event_open, never started). */
+ * native walks is believed; and which switch-out a switch-in ends, and
+ * how an exec names its process, on a real sampler of this process
+ * (perf_event_open, never started). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,8 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -428,6 +431,60 @@ static void a_switch_in_ends_the_latest_switch_out(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A process ID no process has now (no fork: under qemu-user a forked
+ * child of this test does not end). */
+static pid_t unused_pid(pid_t below)
+{
+	for (pid_t pid = below - 1; pid > 1; pid--)
+		if (kill(pid, 0) != 0 && errno == ESRCH)
+			return pid;
+	fail_msg("no unused process ID below %d", (int)below);
+	return -1;
+}
+
+/* An exec names its process by the command line read as the record is
+ * handled, unless the process no longer runs the program the exec
+ * started (it exec'd again, or ended): then by that program's name. */
+static void an_exec_names_the_program_it_started(void **state)
+{
+	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[128], rows[2048] = "", want[256];
+	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
+	pid_t gone = unused_pid(4000000), unknown = unused_pid(gone);
+	struct sampler *s;
+	FILE *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	if (sampler_open(&s, &c) != 0) {
+		rmdir(dir);
+		skip(); /* perf_event_open refused (not root?); said on stderr */
+	}
+	sampler_exec(s, getpid(), 1000, "test_sampler"); /* runs it: its command line */
+	sampler_exec(s, getpid(), 2000, "env");          /* exec'd again since */
+	sampler_exec(s, gone, 3000, "short");            /* ended since */
+	sampler_exec(s, unknown, 4000, "");              /* gone, name unknown: no row */
+	assert_int_equal(sampler_stop(s), 0);
+	sampler_close(s);
+	snprintf(path, sizeof(path), "%s/profile_processes", dir);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(fread(rows, 1, sizeof(rows) - 1, f) > 0);
+	fclose(f);
+	snprintf(want, sizeof(want), ",%d,%s", (int)getpid(), "[env]\n");
+	assert_non_null(strstr(rows, want));
+	snprintf(want, sizeof(want), ",%d,[short]\n", (int)gone);
+	assert_non_null(strstr(rows, want));
+	snprintf(want, sizeof(want), ",%d,", (int)unknown);
+	assert_null(strstr(rows, want));
+	/* the first row: this program's command line, which holds its path */
+	snprintf(want, sizeof(want), ",%d,", (int)getpid());
+	assert_non_null(strstr(rows, want));
+	assert_non_null(strstr(strstr(rows, want), "test_sampler"));
+	assert_null(strstr(strstr(rows, want), "[test_sampler]"));
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 /* A word of this program's data: a file's mapping, not executable. */
 static uint64_t data_word = 1;
 
@@ -779,6 +836,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(rates_in_range),
+		cmocka_unit_test(an_exec_names_the_program_it_started),
 		cmocka_unit_test(bad_rates_name_the_limit),
 		cmocka_unit_test(the_limit_is_pmetrics_or_the_kernels),
 		cmocka_unit_test(qualnames_from_the_source),
