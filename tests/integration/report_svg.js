@@ -9,20 +9,20 @@ const { chromium } = require(require('path').join(process.argv[2], 'node_modules
 const svg = process.argv[3];
 const E = {
 	samples: {
-		root: 'all (105 samples, 100.00%)',
+		root: 'all (105 samples, 100.00%, off-CPU 5 samples)',
 		matched: 'Matched: 57.14% (60 of 105 samples)',
 		all: 'Matched: 100.00% (105 of 105 samples)',
 		hover: 'idle_loop (10 samples, 9.52%)',
-		root2: 'all (65 samples, 100.00%)',
+		root2: 'all (65 samples, 100.00%, off-CPU 5 samples)',
 		sub2: /^65 samples inside ANALYZING_PROTOCOL/,
 		matched2: 'Matched: 92.31% (60 of 65 samples)',
 	},
 	time: {
-		root: 'all (1.02 s, 100.00%)',
+		root: 'all (1.02 s, 100.00%, off-CPU 10.00 ms)',
 		matched: 'Matched: 59.41% (606.06 ms of 1.02 s)',
 		all: 'Matched: 100.00% (1.02 s of 1.02 s)',
 		hover: 'idle_loop (101.01 ms, 9.90%)',
-		root2: 'all (616.06 ms, 100.00%)',
+		root2: 'all (616.06 ms, 100.00%, off-CPU 10.00 ms)',
 		sub2: /^616\.06 ms of on- and off-CPU time inside ANALYZING_PROTOCOL/,
 		matched2: 'Matched: 98.38% (606.06 ms of 616.06 ms)',
 	},
@@ -36,7 +36,7 @@ function check(name, ok, why) {
 async function frames(page) {
 	return page.$$eval('#frames g.f', (gs) => gs.map((g) => ({
 		title: g.querySelector('title').textContent,
-		name: g.querySelector('title').textContent.replace(/ \((\d+ samples?|[\d.]+ (s|ms|\u00b5s|ns)), [\d.]+%\)$/, ''),
+		name: g.querySelector('title').textContent.replace(/ \((\d+ samples?|[\d.]+ (s|ms|\u00b5s|ns)), [\d.]+%(, off-CPU [^)]*)?\)$/, ''),
 		x: +g.querySelector('rect').getAttribute('x'),
 		w: +g.querySelector('rect').getAttribute('width'),
 		cls: g.getAttribute('class'),

@@ -261,8 +261,10 @@ t_begin "svg: well-formed, self-contained, the same bytes from the same capture"
 cp "$CAP/profile.svg" "$T_TMP/first.svg"
 "$PMETRICS" report "$CAP" --format svg >/dev/null 2>&1
 if python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$CAP/profile.svg" 2>"$T_TMP/xml" &&
-	cmp -s "$CAP/profile.svg" "$T_TMP/first.svg" && ! grep -Eq '(src|href)="(https?:|//)' "$CAP/profile.svg"
-then t_pass; else t_fail "$(cat "$T_TMP/xml")"; fi
+	cmp -s "$CAP/profile.svg" "$T_TMP/first.svg" && ! grep -Eq '(src|href)="(https?:|//)' "$CAP/profile.svg" &&
+	grep -qF '<title>all (1.02 s, 100.00%, off-CPU 10.00 ms)</title>' "$CAP/profile.svg" &&
+	grep -qF '<title>idle_loop (101.01 ms, 9.90%)</title>' "$CAP/profile.svg"
+then t_pass; else t_fail "$(cat "$T_TMP/xml"; grep -o '<title>[^<]*</title>' "$CAP/profile.svg" | head -3)"; fi
 
 t_begin "svg in Chromium: renders, search, zoom, span filter"
 PW="$BUILD/npm-playwright"

@@ -27,6 +27,7 @@ struct node {
 	uint32_t frame, parent, depth;
 	uint32_t first_child, next_sibling;
 	uint64_t value; /* samples, or nanoseconds */
+	uint64_t off;   /* the part of it off the CPU */
 };
 
 struct tree {
@@ -38,6 +39,7 @@ struct tree {
 	uint32_t max_depth;
 	const struct profile *p;
 	enum profile_weight weight;
+	bool mixed; /* on- and off-CPU samples: a frame says its off-CPU part */
 };
 
 static long add_node(struct tree *t, uint32_t parent, uint32_t frame)
@@ -71,6 +73,7 @@ static int build_tree(struct tree *t, const struct profile *p, enum profile_weig
 	memset(t, 0, sizeof(*t));
 	t->p = p;
 	t->weight = weight;
+	t->mixed = p->kept_count[PROFILE_ON_CPU] && p->kept_count[PROFILE_OFF_CPU];
 	u64map_init(&child);
 	t->leaf = malloc((p->n_aggs ? p->n_aggs : 1) * sizeof(*t->leaf));
 	if (!t->leaf || add_node(t, NO_FRAME, NO_FRAME) < 0)
@@ -79,8 +82,10 @@ static int build_tree(struct tree *t, const struct profile *p, enum profile_weig
 		const struct profile_stack *s = &p->stacks[p->aggs[a].stack];
 		uint32_t at = 0;
 		uint64_t value = profile_agg_value(&p->aggs[a], weight);
+		uint64_t off = p->aggs[a].kind == PROFILE_OFF_CPU ? value : 0;
 
 		t->nodes[0].value = profile_add_held(t->nodes[0].value, value);
+		t->nodes[0].off = profile_add_held(t->nodes[0].off, off);
 		for (uint32_t d = 0; d < s->depth; d++) {
 			uint64_t key = (uint64_t)at << 32 | s->frames[d];
 			long n = u64map_get(&child, key);
@@ -91,6 +96,7 @@ static int build_tree(struct tree *t, const struct profile *p, enum profile_weig
 			}
 			at = (uint32_t)n;
 			t->nodes[at].value = profile_add_held(t->nodes[at].value, value);
+			t->nodes[at].off = profile_add_held(t->nodes[at].off, off);
 		}
 		t->leaf[a] = at;
 	}
@@ -196,14 +202,14 @@ static const char style[] =
  * filter. D is the data written by write_data(). */
 static const char script[] =
 "var SVGNS='http://www.w3.org/2000/svg',W=" "1200" ",PAD=10,FH=17,TOP=76,CW=7.0;\n"
-"var zoom=0,state=-1,re=null,cnt=[],xs=[],total=0;\n"
+"var zoom=0,state=-1,re=null,cnt=[],offc=[],xs=[],total=0;\n"
 "var N=D.parent.length,depth=[],end=[];\n"
 "function prep(){for(var i=0;i<N;i++){depth[i]=i?depth[D.parent[i]]+1:0;end[i]=i;}\n"
 " for(var i=N-1;i>0;i--){var p=D.parent[i];if(end[i]>end[p])end[p]=end[i];}}\n"
 "function keep(l){if(state<0)return true;var s=D.sets[l[1]];for(var k=0;k<s.length;k++)if(s[k]==state)return true;return false;}\n"
-"function count(){cnt=new Array(N).fill(0);xs=new Array(N).fill(0);var off=new Array(N).fill(0);\n"
-" D.leaves.forEach(function(l){if(keep(l))cnt[l[0]]+=l[2];});\n"
-" for(var i=N-1;i>0;i--)cnt[D.parent[i]]+=cnt[i];\n"
+"function count(){cnt=new Array(N).fill(0);offc=new Array(N).fill(0);xs=new Array(N).fill(0);var off=new Array(N).fill(0);\n"
+" D.leaves.forEach(function(l){if(keep(l)){cnt[l[0]]+=l[2];if(l[3])offc[l[0]]+=l[2];}});\n"
+" for(var i=N-1;i>0;i--){cnt[D.parent[i]]+=cnt[i];offc[D.parent[i]]+=offc[i];}\n"
 " for(var i=1;i<N;i++){var p=D.parent[i];xs[i]=off[p];off[p]+=cnt[i];off[i]=xs[i];}\n"
 " total=cnt[0];}\n"
 "function name(i){return i?D.names[D.name[i]]:'all';}\n"
@@ -211,7 +217,7 @@ static const char script[] =
 "function share(c){return total?fixed2(100*c,total):'0.00';}\n"
 "function amount(v){if(!D.time)return v+' sample'+(v==1?'':'s');\n"
 " return v>=1e9?fixed2(v,1e9)+' s':v>=1e6?fixed2(v,1e6)+' ms':v>=1e3?fixed2(v,1e3)+' \\u00b5s':v+' ns';}\n"
-"function label(i){return name(i)+' ('+amount(cnt[i])+', '+share(cnt[i])+'%)';}\n"
+"function label(i){return name(i)+' ('+amount(cnt[i])+', '+share(cnt[i])+'%'+(D.mixed&&offc[i]?', off-CPU '+amount(offc[i]):'')+')';}\n"
 "function isAnc(i,z){return i<=z&&z<=end[i];}\n"
 "function matches(i){return re!==null&&i>0&&re.test(name(i));}\n"
 "function draw(){var g=document.getElementById('frames');while(g.firstChild)g.removeChild(g.firstChild);\n"
@@ -275,12 +281,14 @@ static void write_data(struct out_buf *b, const struct tree *t, const char *what
 		const struct node *n = &t->nodes[t->order[k]];
 		out_printf(b, "%s%ld", k ? "," : "", k ? (long)n->frame : -1L);
 	}
-	/* what each aggregate adds to its leaf node: [node, span set, value] */
+	/* what each aggregate adds to its leaf node: [node, span set, value,
+	 * off the CPU] */
 	out_str(b, "],\n\"leaves\":[");
 	for (size_t a = 0; a < p->n_aggs; a++)
-		out_printf(b, "%s[%" PRIu32 ",%" PRIu32 ",%" PRIu64 "]", a ? "," : "",
+		out_printf(b, "%s[%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%d]", a ? "," : "",
 			   t->pos[t->leaf[a]], p->aggs[a].span_set,
-			   profile_agg_value(&p->aggs[a], t->weight));
+			   profile_agg_value(&p->aggs[a], t->weight),
+			   p->aggs[a].kind == PROFILE_OFF_CPU);
 	out_str(b, "],\n\"sets\":[");
 	for (size_t s = 0; s < p->span_set_texts.n; s++) {
 		out_str(b, s ? ",[" : "[");
@@ -294,8 +302,8 @@ static void write_data(struct out_buf *b, const struct tree *t, const char *what
 		out_json_str(b, p->states.str[s]);
 		out_str(b, "\"");
 	}
-	out_printf(b, "],\n\"maxd\":%" PRIu32 ",\"time\":%d,\"what\":\"", t->max_depth,
-		   t->weight == PROFILE_WEIGHT_TIME);
+	out_printf(b, "],\n\"maxd\":%" PRIu32 ",\"time\":%d,\"mixed\":%d,\"what\":\"",
+		   t->max_depth, t->weight == PROFILE_WEIGHT_TIME, t->mixed);
 	out_json_str(b, what);
 	out_str(b, "\",\"note\":\"");
 	out_json_str(b, note);
@@ -387,7 +395,12 @@ static void draw_frames(struct out_buf *b, const struct tree *t)
 		put_amount(b, t, n->value);
 		out_str(b, ", ");
 		put_fixed2(b, (unsigned __int128)n->value * 100, t->nodes[0].value);
-		out_str(b, "%)</title>");
+		out_str(b, "%");
+		if (t->mixed && n->off) {
+			out_str(b, ", off-CPU ");
+			put_amount(b, t, n->off);
+		}
+		out_str(b, ")</title>");
 		out_printf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
 			   px, y, w, FRAME_H - 1, colour);
 		if ((long)((w - 6) / CHAR_W) >= 3) {
