@@ -23,6 +23,7 @@
 #include "elf_symbols.h"
 #include "output_dir.h"
 #include "profile/capture.h"
+#include "profile/report.h"
 #include "pyspan.h"
 #include "pyspan_config.h"
 #include "resources.h"
@@ -1125,10 +1126,14 @@ int record_main(int argc, char **argv)
 	ret = record_parse_args(argc, argv, opts);
 	if (ret == 0)
 		ret = check_proc_matches_pidns();
-	if (ret == 0)
+	if (ret == 0) {
 		ret = record_run(opts);
-	else if (ret < 0)
-		ret = 0;
+		/* the capture is whole and closed: its profile into the outputs */
+		if (ret == 0 && opts->report_formats)
+			ret = report_capture(opts->output_dir, opts->report_formats);
+	} else if (ret < 0) {
+		ret = 0; /* --help */
+	}
 	free(opts);
 	return ret;
 }

@@ -45,6 +45,7 @@ struct record_opts {
 	double resource_interval_s; /* 0: from env/default */
 	unsigned int sample_hz;     /* --sample[=HZ]: CPU samples per second, 0: off */
 	bool off_cpu;               /* --off-cpu */
+	const char *report_formats; /* --report[=FORMATS]: "all" when bare; NULL: none */
 };
 
 /* Parses argv (argv[0] = "record"). Returns 0, or EXIT_USAGE after

@@ -3,6 +3,7 @@
 #include "record.h"
 #include "cli.h"
 #include "resources.h"
+#include "profile/report.h"
 #include "python_probe.h"
 #include "sampler.h"
 
@@ -113,6 +114,10 @@ void record_usage(FILE *out)
 "      --off-cpu            also record the time threads wait off the CPU, with\n"
 "                           the stack where they went off (a suspended\n"
 "                           coroutine's wait is its event loop's, not its own)\n"
+"      --report[=FORMATS]   when the capture ends, write its profile's outputs\n"
+"                           into the -o DIR as pmetrics report DIR does:\n"
+"                           folded, pprof, svg, trace or all (the default),\n"
+"                           or a list: --report=svg,pprof\n"
 "\n"
 "Session:\n"
 "  -d, --duration TIME      stop after TIME (500ms, 30s, 5m, 1h), from 1ms\n"
@@ -255,7 +260,7 @@ static int parse_ringbuf(const char *arg, uint64_t *bytes)
 
 enum { OPT_NO_CHILDREN = 256, OPT_LAYOUT, OPT_PRESET, OPT_BTF, OPT_RINGBUF,
        OPT_RESOURCES, OPT_INTERVAL, OPT_FILTER, OPT_BENCH_FLOOR, OPT_PYTHON_HOOK,
-       OPT_SAMPLE, OPT_OFF_CPU };
+       OPT_SAMPLE, OPT_OFF_CPU, OPT_REPORT };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -276,6 +281,7 @@ static const struct option long_opts[] = {
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* bench only */
 	{ "sample", optional_argument, NULL, OPT_SAMPLE },
 	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "report", optional_argument, NULL, OPT_REPORT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -393,6 +399,12 @@ static int parse_one(struct record_opts *o, int c, const char *arg)
 	case OPT_OFF_CPU:
 		o->off_cpu = true;
 		return 0;
+	case OPT_REPORT:
+		o->report_formats = arg ? arg : "all";
+		if (!report_formats_valid(o->report_formats))
+			return usage("unknown --report format '%s': use folded, pprof, svg, trace or "
+				     "all, or a list: --report=svg,pprof", cli_printable(o->report_formats));
+		return 0;
 	case OPT_RESOURCES:
 	case OPT_INTERVAL:
 	case OPT_FILTER:
@@ -446,6 +458,10 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 				     "read as another argument: the command to run, or an "
 				     "unexpected one)", cli_printable(argv[optind]),
 				     cli_printable(argv[optind]));
+		if (c == OPT_REPORT && !optarg && optind < argc && report_formats_valid(argv[optind]))
+			return usage("--report takes its formats after '=': --report=%s (apart, %s "
+				     "is read as the command to run)", cli_printable(argv[optind]),
+				     cli_printable(argv[optind]));
 		ret = parse_one(o, c, optarg);
 		if (ret)
 			return ret;
@@ -462,6 +478,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	if (!o->pid && !o->command && !o->follow_children)
 		return usage("--no-children needs a target (--pid or a command): without one, "
 			     "--resources samples every process anyway");
+	if (o->report_formats && !o->sample_hz && !o->off_cpu)
+		return usage("--report writes the profile of --sample or --off-cpu (flame graph, "
+			     "pprof, timeline): add one of them");
 	if (o->n_probes == 0 && !o->resources && !o->sample_hz && !o->off_cpu)
 		return usage("no probes: add --probe STATE=BINARY:SYMBOL or --preset robot-server");
 	if (o->python_hook != PYTHON_HOOK_DEFAULT && !has_python_probe(o))

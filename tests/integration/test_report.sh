@@ -57,7 +57,7 @@ t_begin "report: all four outputs, the summary with the losses"
 rc=$?
 if [ $rc -eq 0 ] && [ ! -s "$T_TMP/report.err" ] && grep -qx "105 samples (on-cpu 100, off-cpu 5) in 4 stacks" "$T_TMP/report.out" &&
 	grep -q '^lost: 4 ringbuf_full' "$T_TMP/report.out" &&
-	grep -qxF 'weighed by time: on-cpu 1.010 s, off-cpu 0.010 s (folded counts are microseconds; --weight samples counts samples instead)' "$T_TMP/report.out" &&
+	grep -qxF 'weighed by time: on-cpu 1.010 s, off-cpu 0.010 s (folded counts are microseconds; pmetrics report --weight samples counts samples instead)' "$T_TMP/report.out" &&
 	[ -s "$CAP/profile.folded" ] && [ -s "$CAP/profile.pb.gz" ] && [ -s "$CAP/profile.svg" ] && [ -s "$CAP/trace.json" ]
 then t_pass; else t_fail "rc $rc: $(cat "$T_TMP/report.out" "$T_TMP/report.err")"; fi
 

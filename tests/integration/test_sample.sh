@@ -357,6 +357,29 @@ bad_input() {
 	done
 	expect_error "--sample without a target" 2 "no target" -x "$T_TMP/never.target" -- \
 		"$PMETRICS" record -o "$T_TMP/never.target" --sample
+	expect_error "--report without --sample or --off-cpu" 2 "--report writes the profile of --sample or --off-cpu" \
+		-x "$T_TMP/never.report" -- "$PMETRICS" record -o "$T_TMP/never.report" --report -- /bin/true
+	expect_error "--report=bogus" 2 "unknown --report format 'bogus': use folded, pprof, svg, trace or all" \
+		-x "$T_TMP/never.bogus" -- "$PMETRICS" record -o "$T_TMP/never.bogus" --sample --report=bogus -- /bin/true
+	expect_error "--report svg apart" 2 "--report takes its formats after '=': --report=svg" \
+		-x "$T_TMP/never.apart" -- "$PMETRICS" record -o "$T_TMP/never.apart" --sample --report svg -- /bin/true
+}
+
+# record --report writes the outputs pmetrics report would, once the
+# capture is closed: the same bytes.
+record_reports() {
+	local out
+	out=$(fresh_dir)
+	capture "record_report" "$out" -- --sample="$HZ" --off-cpu --report=folded,svg,pprof -- \
+		"$PROGS/sample_burn" shares 1 || return
+	t_begin "record_report.same_as_report"
+	mkdir -p "$out/again"
+	if [ -s "$out/profile.folded" ] && [ -s "$out/profile.svg" ] && [ -s "$out/profile.pb.gz" ] &&
+		[ ! -e "$out/trace.json" ] &&
+		"$PMETRICS" report "$out" --format folded,svg,pprof -o "$out/again" >/dev/null 2>&1 &&
+		cmp -s "$out/profile.folded" "$out/again/profile.folded" &&
+		cmp -s "$out/profile.pb.gz" "$out/again/profile.pb.gz" && cmp -s "$out/profile.svg" "$out/again/profile.svg"
+	then t_pass; else t_fail "$(ls "$out"; tail -n 3 "$out.err")"; fi
 }
 
 # A native process that loads a libpython with dlopen() after the sampler
@@ -545,6 +568,7 @@ short_python_unnamed() {
 bad_input
 if [ "$(id -u)" -ne 0 ]; then t_begin sampling; t_skip "needs root"; exit 0; fi
 if [ ! -x "$PROGS/sample_burn" ]; then t_fail "no $PROGS/sample_burn: make check builds it"; exit 0; fi
+record_reports
 native_tests
 ended_processes_let_go
 python_found_late

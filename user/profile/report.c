@@ -431,7 +431,7 @@ static void print_weight(const struct report_opts *o, const struct profile *p,
 		print_seconds(p->kept_count[PROFILE_ON_CPU] ? ", off-cpu" : " off-cpu",
 			      p->kept_weight[PROFILE_OFF_CPU]);
 	printf(" (folded counts are microseconds%s)\n",
-	       o->weight < 0 ? "; --weight samples counts samples instead" : "");
+	       o->weight < 0 ? "; pmetrics report --weight samples counts samples instead" : "");
 }
 
 static void print_summary(const struct report_opts *o, const struct profile *p,
@@ -510,6 +510,27 @@ static int run(const struct report_opts *o)
 		print_summary(o, &p, weight);
 	profile_free(&p);
 	return rc;
+}
+
+bool report_formats_valid(const char *formats)
+{
+	struct report_opts o;
+
+	memset(&o, 0, sizeof(o));
+	return parse_formats(&o, formats) == 0;
+}
+
+int report_capture(const char *dir, const char *formats)
+{
+	struct report_opts o;
+
+	memset(&o, 0, sizeof(o));
+	o.dir = dir;
+	o.kind = -1;
+	o.weight = -1;
+	if (parse_formats(&o, formats))
+		return EXIT_USAGE;
+	return run(&o);
 }
 
 int report_main(int argc, char **argv)
