@@ -1114,6 +1114,21 @@ static int check_proc_matches_pidns(void)
 	return 1;
 }
 
+/* The capture is over: a stop signal ends pmetrics again, as it does
+ * any command (the report made after the capture, for one). */
+static void default_stop_signals(void)
+{
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		signal(stops[i], SIG_DFL);
+		sigaddset(&set, stops[i]);
+	}
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 int record_main(int argc, char **argv)
 {
 	struct record_opts *opts = calloc(1, sizeof(*opts));
@@ -1129,8 +1144,10 @@ int record_main(int argc, char **argv)
 	if (ret == 0) {
 		ret = record_run(opts);
 		/* the capture is whole and closed: its profile into the outputs */
-		if (ret == 0 && opts->report_formats)
+		if (ret == 0 && opts->report_formats) {
+			default_stop_signals();
 			ret = report_capture(opts->output_dir, opts->report_formats);
+		}
 	} else if (ret < 0) {
 		ret = 0; /* --help */
 	}

@@ -281,13 +281,40 @@ static void process_command(pid_t pid, char *out, size_t size)
 		snprintf(out, size, "[%s]", st.comm);
 }
 
-/* Whether PID still runs the program named COMM: its name is still
- * that (a later exec, or a process gone, changes or removes it). */
+/* Whether the base name of PID's argv[0], cut as the kernel cuts a
+ * program's name (15 bytes), is COMM. */
+static bool argv0_is(pid_t pid, const char *comm)
+{
+	char path[64], argv0[256];
+	const char *base;
+	ssize_t len = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		len = read(fd, argv0, sizeof(argv0) - 1);
+		close(fd);
+	}
+	if (len <= 0)
+		return false;
+	argv0[len] = '\0'; /* argv[0] ends at its NUL */
+	base = strrchr(argv0, '/');
+	base = base ? base + 1 : argv0;
+	return strlen(comm) >= 15 ? strncmp(base, comm, 15) == 0 : strcmp(base, comm) == 0;
+}
+
+/* Whether PID still runs the program an exec named COMM: its name is
+ * still that, or, for a program that renamed itself (prctl
+ * PR_SET_NAME), its argv[0] says so. A later exec of another program
+ * changes both; a process gone has neither. */
 static bool still_runs(pid_t pid, const char *comm)
 {
 	struct proc_stat st;
 
-	return proc_stat_read(pid, &st) == 0 && strcmp(st.comm, comm) == 0;
+	if (proc_stat_read(pid, &st) != 0)
+		return false;
+	return strcmp(st.comm, comm) == 0 || argv0_is(pid, comm);
 }
 
 /* A profile_processes row: PID runs what it runs now from MONO_NS on;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "python_stack.h"
@@ -444,7 +445,8 @@ static pid_t unused_pid(pid_t below)
 
 /* An exec names its process by the command line read as the record is
  * handled, unless the process no longer runs the program the exec
- * started (it exec'd again, or ended): then by that program's name. */
+ * started (it exec'd again, or ended): then by that program's name. A
+ * program that renamed itself still runs what its argv[0] names. */
 static void an_exec_names_the_program_it_started(void **state)
 {
 	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[128], rows[2048] = "", want[256];
@@ -461,6 +463,9 @@ static void an_exec_names_the_program_it_started(void **state)
 	}
 	sampler_exec(s, getpid(), 1000, "test_sampler"); /* runs it: its command line */
 	sampler_exec(s, getpid(), 2000, "env");          /* exec'd again since */
+	assert_int_equal(prctl(PR_SET_NAME, "renamed"), 0);
+	sampler_exec(s, getpid(), 2500, "test_sampler"); /* renamed since: argv[0] */
+	assert_int_equal(prctl(PR_SET_NAME, "test_sampler"), 0);
 	sampler_exec(s, gone, 3000, "short");            /* ended since */
 	sampler_exec(s, unknown, 4000, "");              /* gone, name unknown: no row */
 	assert_int_equal(sampler_stop(s), 0);
@@ -480,7 +485,14 @@ static void an_exec_names_the_program_it_started(void **state)
 	snprintf(want, sizeof(want), ",%d,", (int)getpid());
 	assert_non_null(strstr(rows, want));
 	assert_non_null(strstr(strstr(rows, want), "test_sampler"));
-	assert_null(strstr(strstr(rows, want), "[test_sampler]"));
+	assert_null(strstr(rows, "[test_sampler]"));
+	/* this process's rows: its first sight as the target, then the
+	 * three execs' (command line, [env], command line) */
+	snprintf(want, sizeof(want), ",%d,", (int)getpid());
+	int mine = 0;
+	for (const char *at = strstr(rows, want); at; at = strstr(at + 1, want))
+		mine++;
+	assert_int_equal(mine, 4);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
 }
