@@ -387,20 +387,31 @@ static int off_cpu_weights(const char *dir, unsigned long long *w, int max)
 	return n;
 }
 
-static void a_switch_in_ends_the_latest_switch_out(void **state)
+/* A sampler of this process writing into a new DIR (a mkdtemp
+ * template), never started; the test is skipped where it cannot be
+ * opened. */
+static struct sampler *open_in(char *dir)
 {
-	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", cmd[128], lost[256] = "";
 	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
-	unsigned long long w[8];
 	struct sampler *s;
-	FILE *f;
-	(void)state;
 
 	assert_non_null(mkdtemp(dir));
 	if (sampler_open(&s, &c) != 0) {
 		rmdir(dir);
 		skip(); /* perf_event_open refused (not root?); said on stderr */
 	}
+	return s;
+}
+
+static void a_switch_in_ends_the_latest_switch_out(void **state)
+{
+	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", cmd[128], lost[256] = "";
+	unsigned long long w[8];
+	struct sampler *s;
+	FILE *f;
+	(void)state;
+
+	s = open_in(dir);
 	/* perf (no out time): two switch-outs, one switch-in after both:
 	 * it ends the second; the first lost its switch-in */
 	went_off(s, 11, 1000);
@@ -450,17 +461,12 @@ static pid_t unused_pid(pid_t below)
 static void an_exec_names_the_program_it_started(void **state)
 {
 	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[128], rows[2048] = "", want[256];
-	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
 	pid_t gone = unused_pid(4000000), unknown = unused_pid(gone);
 	struct sampler *s;
 	FILE *f;
 	(void)state;
 
-	assert_non_null(mkdtemp(dir));
-	if (sampler_open(&s, &c) != 0) {
-		rmdir(dir);
-		skip(); /* perf_event_open refused (not root?); said on stderr */
-	}
+	s = open_in(dir);
 	sampler_exec(s, getpid(), 1000, "test_sampler"); /* runs it: its command line */
 	sampler_exec(s, getpid(), 2000, "env");          /* exec'd again since */
 	assert_int_equal(prctl(PR_SET_NAME, "renamed"), 0);
@@ -506,7 +512,6 @@ static uint64_t data_word = 1;
 static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 {
 	char dir[] = "/tmp/pmetrics-unit-sampler.XXXXXX", path[256], line[1024] = "", cmd[128];
-	struct sampler_config c = { .off_cpu = true, .pid = getpid(), .output_dir = dir };
 	const uint64_t code = (uint64_t)(uintptr_t)went_off + 8;
 	uint64_t into_data[] = { code, code, (uint64_t)(uintptr_t)&data_word, code, code },
 		 into_page0[] = { code, code, code, 0x6, code };
@@ -517,11 +522,7 @@ static void a_chain_gone_astray_is_cut_where_it_leaves_code(void **state)
 	int rows = 0;
 	(void)state;
 
-	assert_non_null(mkdtemp(dir));
-	if (sampler_open(&s, &c) != 0) {
-		rmdir(dir);
-		skip(); /* perf_event_open refused (not root?); said on stderr */
-	}
+	s = open_in(dir);
 	r.user = into_data;
 	sampler_add(s, &r);
 	r.user = into_page0;
