@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# timeout: 600
+# timeout: 900
 # CPU and off-CPU sampling (record --sample, --off-cpu) against programs
 # whose profile is known: tests/progs/py/sample_prog.py under pyenv's
 # CPython 3.10, 3.12 and 3.13 (absent ones are skipped) and tests/progs/sample_burn
