@@ -263,6 +263,7 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
  * else "[comm]" (a kernel thread; a zombie); "" when it is gone. */
 static void process_command(pid_t pid, char *out, size_t size)
 {
+	struct timespec pause = { 0, 1000000 };
 	char path[64], raw[PROFILE_COMMAND_MAX];
 	struct proc_stat st;
 	ssize_t len = -1;
@@ -270,10 +271,19 @@ static void process_command(pid_t pid, char *out, size_t size)
 
 	out[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		len = read(fd, raw, sizeof(raw));
-		close(fd);
+	/* a user process mid-exec (a fork's first sample, read at once)
+	 * has no command line for a moment: its exec is waited for, 10 ms
+	 * at most */
+	for (int tries = 0; tries < 10; tries++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			len = read(fd, raw, sizeof(raw));
+			close(fd);
+		}
+		if (len > 0 || proc_stat_read(pid, &st) != 0 || (st.flags & PF_KTHREAD) ||
+		    st.state == 'Z' || st.state == 'X')
+			break;
+		nanosleep(&pause, NULL);
 	}
 	if (len > 0)
 		resource_format_command(raw, (size_t)len, out, size);
