@@ -259,25 +259,22 @@ static void look_at(struct sampler *s, struct proc_state *p, uint64_t now)
 	}
 }
 
-/* PID's command line as the resource series' command column has it,
- * else "[comm]" (a kernel thread; a zombie); "" when it is gone. */
-static void process_command(pid_t pid, char *out, size_t size)
+/* PID's /proc/PID/cmdline into RAW; its length (<= 0: none). A user
+ * process mid-exec (a fork's first sample, read at once) has no command
+ * line for a moment: its exec is waited for, 10 ms at most. */
+static ssize_t read_cmdline(pid_t pid, char *raw, size_t size)
 {
 	struct timespec pause = { 0, 1000000 };
-	char path[64], raw[PROFILE_COMMAND_MAX];
 	struct proc_stat st;
+	char path[64];
 	ssize_t len = -1;
 	int fd;
 
-	out[0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	/* a user process mid-exec (a fork's first sample, read at once)
-	 * has no command line for a moment: its exec is waited for, 10 ms
-	 * at most */
 	for (int tries = 0; tries < 10; tries++) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
-			len = read(fd, raw, sizeof(raw));
+			len = read(fd, raw, size);
 			close(fd);
 		}
 		if (len > 0 || proc_stat_read(pid, &st) != 0 || (st.flags & PF_KTHREAD) ||
@@ -285,46 +282,52 @@ static void process_command(pid_t pid, char *out, size_t size)
 			break;
 		nanosleep(&pause, NULL);
 	}
+	return len;
+}
+
+/* PID's command line RAW[0..LEN) as the resource series' command column
+ * has it, else "[comm]" (a kernel thread; a zombie); "" when it is gone. */
+static void process_command(pid_t pid, const char *raw, ssize_t len, char *out, size_t size)
+{
+	struct proc_stat st;
+
+	out[0] = '\0';
 	if (len > 0)
 		resource_format_command(raw, (size_t)len, out, size);
 	if (!out[0] && proc_stat_read(pid, &st) == 0)
 		snprintf(out, size, "[%s]", st.comm);
 }
 
-/* Whether the base name of PID's argv[0], cut as the kernel cuts a
- * program's name (15 bytes), is COMM. */
-static bool argv0_is(pid_t pid, const char *comm)
+/* Whether the base name of argv[0], the start of command line
+ * RAW[0..LEN), cut as the kernel cuts a program's name (15 bytes), is
+ * COMM. */
+static bool argv0_is(const char *raw, ssize_t len, const char *comm)
 {
-	char path[64], argv0[256];
-	const char *base;
-	ssize_t len = -1;
-	int fd;
+	const char *argv0 = raw, *end, *base;
+	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		len = read(fd, argv0, sizeof(argv0) - 1);
-		close(fd);
-	}
 	if (len <= 0)
 		return false;
-	argv0[len] = '\0'; /* argv[0] ends at its NUL */
-	base = strrchr(argv0, '/');
+	end = memchr(raw, '\0', (size_t)len); /* argv[0] ends at its NUL */
+	n = end ? (size_t)(end - raw) : (size_t)len;
+	base = memrchr(argv0, '/', n);
 	base = base ? base + 1 : argv0;
-	return strlen(comm) >= 15 ? strncmp(base, comm, 15) == 0 : strcmp(base, comm) == 0;
+	n -= (size_t)(base - argv0);
+	return strlen(comm) >= 15 ? n >= 15 && strncmp(base, comm, 15) == 0
+				  : n == strlen(comm) && strncmp(base, comm, n) == 0;
 }
 
-/* Whether PID still runs the program an exec named COMM: its name is
- * still that, or, for a program that renamed itself (prctl
- * PR_SET_NAME), its argv[0] says so. A later exec of another program
- * changes both; a process gone has neither. */
-static bool still_runs(pid_t pid, const char *comm)
+/* Whether PID, whose command line is RAW[0..LEN), still runs the
+ * program an exec named COMM: its name is still that, or, for a program
+ * that renamed itself (prctl PR_SET_NAME), its argv[0] says so. A later
+ * exec of another program changes both; a process gone has neither. */
+static bool still_runs(pid_t pid, const char *raw, ssize_t len, const char *comm)
 {
 	struct proc_stat st;
 
 	if (proc_stat_read(pid, &st) != 0)
 		return false;
-	return strcmp(st.comm, comm) == 0 || argv0_is(pid, comm);
+	return strcmp(st.comm, comm) == 0 || argv0_is(raw, len, comm);
 }
 
 /* A profile_processes row: PID runs what it runs now from MONO_NS on;
@@ -332,12 +335,14 @@ static bool still_runs(pid_t pid, const char *comm)
  * not known), "[EXEC_COMM]" when PID no longer runs it. */
 static void note_process(struct sampler *s, pid_t pid, uint64_t mono_ns, const char *exec_comm)
 {
-	char command[PROFILE_COMMAND_MAX + 1];
+	char command[PROFILE_COMMAND_MAX + 1], raw[PROFILE_COMMAND_MAX];
+	ssize_t len;
 
 	if (s->cfg.held && pid == s->cfg.pid)
 		return; /* still pmetrics, before the exec */
-	process_command(pid, command, sizeof(command));
-	if (exec_comm[0] && !still_runs(pid, exec_comm))
+	len = read_cmdline(pid, raw, sizeof(raw));
+	process_command(pid, raw, len, command, sizeof(command));
+	if (exec_comm[0] && !still_runs(pid, raw, len, exec_comm))
 		snprintf(command, sizeof(command), "[%s]", exec_comm);
 	if (command[0])
 		profile_writer_process(s->w, wall_clock_from_mono(&s->clock, mono_ns),
